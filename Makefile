@@ -1,0 +1,48 @@
+# statuscheck: see README.md. Every target works offline once the module
+# cache is warm; `make test` is what CI runs (.ci/run).
+
+GO       ?= go
+BIN      ?= bin/statuscheck
+PKGS     := ./...
+FUZZTIME ?= 30s
+
+.PHONY: all build test lint vet fmt-check docs demo bench fuzz clean
+
+all: build test
+
+build:
+	$(GO) build -o $(BIN) ./cmd/statuscheck
+
+## test: lint, then every test (goldens, rule fixtures, the real-bundle corpus, docs/rules.md freshness).
+test: lint
+	$(GO) test $(PKGS)
+
+lint: fmt-check vet
+
+fmt-check:
+	@out="$$(gofmt -l cmd internal pkg)"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+## docs: regenerate docs/rules.md from the rule registry.
+docs:
+	$(GO) run ./cmd/statuscheck rules -o markdown > docs/rules.md
+
+## demo: validate the shipped bundles; the failing fixture shows findings (exit 1 is expected there).
+demo:
+	$(GO) run ./cmd/statuscheck validate testdata/bundles/good
+	-$(GO) run ./cmd/statuscheck validate testdata/bundles/rules/status-rbac-missing/fail testdata/bundles/rules/conditions-observedgeneration-missing/fail
+
+## bench: statuscheck against operator-framework/api's loader and validators, same bundles, same run.
+bench:
+	$(GO) test ./pkg/validate -run '^$$' -bench . -benchtime 10x -cpu 1,2
+
+## fuzz: run each fuzz target for FUZZTIME.
+fuzz:
+	$(GO) test ./pkg/manifest -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/contract -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/pkg/report"
+	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/validate"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files and docs/rules.md")
+
+// repoRoot is the checkout, where a user runs statuscheck from.
+var repoRoot, _ = filepath.Abs("../..")
+
+// run calls Main from the repository root, as a user in a checkout would.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Chdir(repoRoot)
+	var out, errb bytes.Buffer
+	code = Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// golden compares got with testdata/golden/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "missing golden file; run go test ./internal/cli -update")
+	assert.Equal(t, string(want), got, "golden %s differs; run go test ./internal/cli -update and review the diff", path)
+}
+
+func failFixtures(t *testing.T) []string {
+	matches, err := filepath.Glob(filepath.Join(repoRoot, "testdata/bundles/rules/*/fail"))
+	for i, m := range matches {
+		matches[i], _ = filepath.Rel(repoRoot, m)
+	}
+	require.NoError(t, err)
+	sort.Strings(matches)
+	require.NotEmpty(t, matches)
+	return matches
+}
+
+func TestValidateExitCodes(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{name: "a good bundle", args: []string{"validate", "testdata/bundles/good"}, code: 0, stdout: "1 bundle checked: 0 errors, 0 warnings, 0 info"},
+		{name: "an error finding", args: []string{"validate", "testdata/bundles/rules/status-rbac-missing/fail"}, code: 1, stdout: "error status-rbac-missing:"},
+		{name: "a warning passes by default", args: []string{"validate", "testdata/bundles/rules/conditions-list-type/fail"}, code: 0, stdout: "warning conditions-list-type:"},
+		{name: "a warning fails with --fail-on warning", args: []string{"validate", "--fail-on", "warning", "testdata/bundles/rules/conditions-list-type/fail"}, code: 1},
+		{name: "info passes with --fail-on warning", args: []string{"validate", "--fail-on=warning", "testdata/bundles/rules/status-source-missing/fail"}, code: 0, stdout: "info status-source-missing:"},
+		{name: "info fails with --fail-on info", args: []string{"validate", "--fail-on=info", "testdata/bundles/rules/status-source-missing/fail"}, code: 1},
+		{name: "--require-status-source", args: []string{"validate", "--require-status-source", "testdata/bundles/rules/status-source-missing/fail"}, code: 1, stdout: "error status-source-missing:"},
+		{name: "several bundles", args: []string{"validate", "testdata/bundles/good", "testdata/bundles/rules/status-rbac-missing/fail"}, code: 1, stdout: "2 bundles checked: 1 error"},
+		{name: "a missing path", args: []string{"validate", "testdata/bundles/nope"}, code: 2, stderr: "loading bundle testdata/bundles/nope: no such file or directory"},
+		{name: "a missing path beside a good one", args: []string{"validate", "testdata/bundles/good", "testdata/bundles/nope"}, code: 2},
+		{name: "no path", args: []string{"validate"}, code: 2, stderr: "requires at least 1 arg"},
+		{name: "a bad output", args: []string{"validate", "-o", "yaml", "testdata/bundles/good"}, code: 2, stderr: `"yaml" is not one of text, json`},
+		{name: "a bad --fail-on", args: []string{"validate", "--fail-on", "fatal", "testdata/bundles/good"}, code: 2, stderr: `"fatal" is not one of error, warning, info`},
+		{name: "an unknown flag", args: []string{"validate", "--strict", "testdata/bundles/good"}, code: 2, stderr: "unknown flag: --strict"},
+		{name: "an unknown command", args: []string{"lint"}, code: 2, stderr: "unknown command"},
+		{name: "rules", args: []string{"rules"}, code: 0, stdout: "status-rbac-missing"},
+		{name: "version", args: []string{"--version"}, code: 0, stdout: "statuscheck version"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tt.args...)
+			assert.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			assert.Contains(t, stdout, tt.stdout)
+			assert.Contains(t, stderr, tt.stderr)
+			if tt.code == 2 {
+				assert.NotEmpty(t, stderr, "a failure says why")
+			}
+		})
+	}
+}
+
+func TestValidateGolden(t *testing.T) {
+	code, stdout, _ := run(t, append([]string{"validate"}, failFixtures(t)...)...)
+	assert.Equal(t, 1, code)
+	golden(t, "validate-fail-fixtures.txt", stdout)
+
+	code, stdout, _ = run(t, append([]string{"validate", "-o", "json"}, failFixtures(t)...)...)
+	assert.Equal(t, 1, code)
+	golden(t, "validate-fail-fixtures.json", stdout)
+
+	var rep struct {
+		Bundles []result.Bundle `json:"bundles"`
+		Summary struct {
+			Bundles int `json:"bundles"`
+			Error   int `json:"error"`
+			Warning int `json:"warning"`
+			Info    int `json:"info"`
+		} `json:"summary"`
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&rep))
+	assert.Equal(t, len(failFixtures(t)), rep.Summary.Bundles)
+	for _, b := range rep.Bundles {
+		require.NotEmpty(t, b.Findings, b.Path)
+		for _, f := range b.Findings {
+			assert.NotEmpty(t, f.Rule)
+			assert.NotEmpty(t, f.File)
+			assert.NotEmpty(t, f.Message)
+			assert.NotEmpty(t, f.Remediation)
+		}
+	}
+	// The raw JSON uses the documented keys, not Go field names.
+	assert.Contains(t, stdout, `"remediation":`)
+	assert.NotContains(t, stdout, `"Remediation":`)
+}
+
+func TestValidateOrderIsDeterministic(t *testing.T) {
+	args := append([]string{"validate"}, failFixtures(t)...)
+	_, first, _ := run(t, args...)
+	for i := 0; i < 5; i++ {
+		_, again, _ := run(t, args...)
+		require.Equal(t, first, again)
+	}
+	// The order follows the arguments, not the finishing order.
+	rev := append([]string{"validate"}, failFixtures(t)...)
+	for i, j := 1, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	_, reversed, _ := run(t, rev...)
+	firstLines := strings.Split(strings.TrimSpace(first), "\n")
+	revLines := strings.Split(strings.TrimSpace(reversed), "\n")
+	assert.Equal(t, len(firstLines), len(revLines))
+	assert.NotEqual(t, firstLines[0], revLines[0])
+}
+
+func TestRulesOutputs(t *testing.T) {
+	code, stdout, _ := run(t, "rules", "-o", "json")
+	require.Equal(t, 0, code)
+	var rules []report.RuleInfo
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rules))
+	require.Len(t, rules, len(validate.Rules()))
+	for i, r := range validate.Rules() {
+		assert.Equal(t, r.ID, rules[i].ID)
+		assert.Equal(t, r.Severity, rules[i].Severity)
+	}
+	code, stdout, _ = run(t, "rules")
+	require.Equal(t, 0, code)
+	assert.Equal(t, len(validate.Rules()), strings.Count(stdout, "\n"))
+}
+
+// TestRulesDocIsCurrent fails when docs/rules.md is stale: regenerate it
+// with `make docs` (or go test ./internal/cli -update).
+func TestRulesDocIsCurrent(t *testing.T) {
+	code, stdout, _ := run(t, "rules", "-o", "markdown")
+	require.Equal(t, 0, code)
+	if *update {
+		require.NoError(t, os.WriteFile("docs/rules.md", []byte(stdout), 0o644))
+	}
+	want, err := os.ReadFile("docs/rules.md")
+	require.NoError(t, err)
+	assert.Equal(t, string(want), stdout, "docs/rules.md is stale: run make docs")
+	for _, r := range validate.Rules() {
+		assert.Contains(t, stdout, "## "+r.ID)
+	}
+}
+
+// TestBadInput runs validate over hostile bundles: each gets exit 1 or 2
+// and a message naming the file, and nothing panics.
+func TestBadInput(t *testing.T) {
+	csv, err := os.ReadFile(filepath.Join(repoRoot, "testdata/bundles/good/manifests/cool-operator.clusterserviceversion.yaml"))
+	require.NoError(t, err)
+	tests := []struct {
+		name  string
+		file  string
+		data  string
+		setup func(t *testing.T, manifests string)
+		code  int
+		rule  string
+	}{
+		{name: "binary bytes", file: "blob.yaml", data: "\x00\x01\x02\x03", code: 1, rule: "manifest-parse"},
+		{name: "not yaml", file: "bad.yaml", data: "a: [\n", code: 1, rule: "manifest-parse"},
+		{name: "an alias bomb", file: "bomb.yaml", data: "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n", code: 1, rule: "manifest-limit"},
+		{name: "deep nesting", file: "deep.yaml", data: strings.Repeat("[", 9000) + strings.Repeat("]", 9000), code: 1, rule: "manifest-limit"},
+		{name: "a 40 MB manifest", file: "huge.yaml", setup: func(t *testing.T, m string) {
+			f, err := os.Create(filepath.Join(m, "huge.yaml"))
+			require.NoError(t, err)
+			require.NoError(t, f.Truncate(40<<20))
+			require.NoError(t, f.Close())
+		}, code: 1, rule: "manifest-limit"},
+		{name: "a symlink out of the bundle", file: "escape.yaml", setup: func(t *testing.T, m string) {
+			require.NoError(t, os.Symlink("/etc/hostname", filepath.Join(m, "escape.yaml")))
+		}, code: 1, rule: "bundle-symlink-escape"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := filepath.Join(dir, "manifests")
+			require.NoError(t, os.MkdirAll(m, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(m, "csv.clusterserviceversion.yaml"), csv, 0o644))
+			if tt.data != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(m, tt.file), []byte(tt.data), 0o644))
+			}
+			if tt.setup != nil {
+				tt.setup(t, m)
+			}
+			code, stdout, stderr := run(t, "validate", dir)
+			assert.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			assert.Contains(t, stdout, filepath.Join(m, tt.file))
+			assert.Contains(t, stdout, tt.rule)
+		})
+	}
+	t.Run("an empty directory", func(t *testing.T) {
+		dir := t.TempDir()
+		code, stdout, _ := run(t, "validate", dir)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stdout, dir+": error bundle-csv-missing: no manifests in "+dir)
+	})
+	t.Run("a missing directory", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "gone")
+		code, _, stderr := run(t, "validate", dir)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "loading bundle "+dir+": no such file or directory")
+	})
+	t.Run("a file instead of a directory", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "csv.yaml")
+		require.NoError(t, os.WriteFile(file, csv, 0o644))
+		code, _, stderr := run(t, "validate", "-o", "json", file)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "loading bundle "+file+": not a directory")
+	})
+}

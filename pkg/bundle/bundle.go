@@ -1,0 +1,609 @@
+// Package bundle loads an OLM registry+v1 bundle from disk with the position
+// of every document: the ClusterServiceVersion decoded into
+// operator-framework/api's v1alpha1 types, CRDs into apiextensions v1 and
+// v1beta1 types, and metadata/annotations.yaml. What operator-registry would
+// reject about the bundle's format is recorded as a Problem with a position,
+// not returned as an error, so that one broken file never hides the rest.
+//
+// Only failures to read (a missing path, a permission denied) are errors.
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+
+	"github.com/statuscheck/statuscheck/pkg/crd"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+)
+
+// Bundle-format names, as operator-registry pkg/lib/bundle defines them
+// (generate.go); bundle_test.go checks them against that package, which is
+// not imported here because it drags in container-image libraries.
+const (
+	MediatypeLabel      = "operators.operatorframework.io.bundle.mediatype.v1"
+	ManifestsLabel      = "operators.operatorframework.io.bundle.manifests.v1"
+	MetadataLabel       = "operators.operatorframework.io.bundle.metadata.v1"
+	PackageLabel        = "operators.operatorframework.io.bundle.package.v1"
+	ChannelsLabel       = "operators.operatorframework.io.bundle.channels.v1"
+	ChannelDefaultLabel = "operators.operatorframework.io.bundle.channel.default.v1"
+
+	RegistryV1Type = "registry+v1"
+	PlainType      = "plain"
+	HelmType       = "helm"
+
+	ManifestsDir    = "manifests/"
+	MetadataDir     = "metadata/"
+	AnnotationsFile = "annotations.yaml"
+)
+
+// CSVKind is the kind of a ClusterServiceVersion.
+const CSVKind = "ClusterServiceVersion"
+
+// supportedKinds are the kinds a registry+v1 bundle may hold, from
+// operator-registry pkg/lib/bundle/supported_resources.go.
+var supportedKinds = map[string]bool{
+	"ClusterServiceVersion": true, "CustomResourceDefinition": true,
+	"Secret": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"ConfigMap": true, "ServiceAccount": true, "Service": true,
+	"Role": true, "RoleBinding": true, "PrometheusRule": true,
+	"ServiceMonitor": true, "PodDisruptionBudget": true, "PriorityClass": true,
+	"VerticalPodAutoscaler": true, "ConsoleYAMLSample": true,
+	"ConsoleQuickStart": true, "ConsoleCLIDownload": true, "ConsoleLink": true,
+	"ConsolePlugin": true, "NetworkPolicy": true, "PodMonitor": true,
+}
+
+// IsSupported reports whether a registry+v1 bundle may hold kind.
+func IsSupported(kind string) bool { return supportedKinds[kind] }
+
+// SupportedKinds lists the kinds a registry+v1 bundle may hold, sorted.
+func SupportedKinds() []string {
+	out := make([]string, 0, len(supportedKinds))
+	for k := range supportedKinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Problem codes. Each is the ID of the validate rule that reports it.
+const (
+	CodeParse           = "manifest-parse"
+	CodeLimit           = "manifest-limit"
+	CodeCSVMissing      = "bundle-csv-missing"
+	CodeMultipleCSVs    = "bundle-multiple-csvs"
+	CodeUnsupportedKind = "bundle-unsupported-kind"
+	CodeMultiDocument   = "bundle-multi-document"
+	CodeMetadataMissing = "bundle-metadata-missing"
+	CodeMetadataInvalid = "bundle-metadata-invalid"
+	CodeLayout          = "bundle-layout"
+	CodeSymlink         = "bundle-symlink-escape"
+)
+
+// Problem is something wrong with the bundle's files or format.
+type Problem struct {
+	Code    string
+	Pos     manifest.Position
+	Field   string
+	Message string
+}
+
+// CSV is a decoded ClusterServiceVersion.
+type CSV struct {
+	Doc *manifest.Document
+	Obj *v1alpha1.ClusterServiceVersion
+}
+
+// Metadata is metadata/annotations.yaml.
+type Metadata struct {
+	Doc *manifest.Document
+	// Annotations are the entries under "annotations", values as written.
+	Annotations map[string]string
+}
+
+// Bundle is a loaded bundle.
+type Bundle struct {
+	// Path is the path the bundle was named by.
+	Path string
+	// Root is the bundle root (the directory holding manifests/), or the
+	// manifests directory itself when it was named without a bundle root.
+	Root string
+	// ManifestsDir is the directory the manifests were read from.
+	ManifestsDir string
+	// Metadata is nil when there is no annotations file.
+	Metadata *Metadata
+	// Objects are the documents OLM sees: the first of every manifest file,
+	// in file-name order.
+	Objects []*manifest.Document
+	// CSVs are all ClusterServiceVersions; a valid bundle has exactly one.
+	CSVs []*CSV
+	// CRDs are the CustomResourceDefinitions.
+	CRDs []*crd.CRD
+	// Problems are format problems, reported as findings.
+	Problems []Problem
+	// Errors are files that could not be read at all.
+	Errors []error
+}
+
+// CSV returns the bundle's ClusterServiceVersion: the first one, or nil.
+func (b *Bundle) CSV() *CSV {
+	if len(b.CSVs) == 0 {
+		return nil
+	}
+	return b.CSVs[0]
+}
+
+// FindCRD returns the CRD of group and kind, or nil.
+func (b *Bundle) FindCRD(group, kind string) *crd.CRD {
+	for _, c := range b.CRDs {
+		if c.Group() == group && c.Kind() == kind {
+			return c
+		}
+	}
+	return nil
+}
+
+// Name is the CSV's name, else the directory's.
+func (b *Bundle) Name() string {
+	if c := b.CSV(); c != nil && c.Obj.Name != "" {
+		return c.Obj.Name
+	}
+	return filepath.Base(b.Path)
+}
+
+// Options configure Load.
+type Options struct {
+	// FS defaults to OS.
+	FS FS
+	// Limits default to manifest.DefaultLimits.
+	Limits *manifest.Limits
+}
+
+func (o Options) fs() FS {
+	if o.FS == nil {
+		return OS{}
+	}
+	return o.FS
+}
+
+func (o Options) limits() manifest.Limits {
+	if o.Limits == nil {
+		return manifest.DefaultLimits
+	}
+	return *o.Limits
+}
+
+// Load reads the bundle at path: a bundle root (manifests/ and metadata/)
+// or a manifests directory. It fails only when path cannot be read as a
+// directory; everything else is a Problem or an Error on the Bundle.
+func Load(path string, opts Options) (*Bundle, error) {
+	fsys := opts.fs()
+	st, err := fsys.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading bundle %s: %w", path, unwrapPathError(err))
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("loading bundle %s: not a directory (want a bundle root with manifests/ and metadata/, or a manifests directory)", path)
+	}
+	b := &Bundle{Path: path, Root: path, ManifestsDir: path}
+	metadataDir := ""
+	if mst, err := fsys.Stat(filepath.Join(path, "manifests")); err == nil && mst.IsDir() {
+		b.ManifestsDir = filepath.Join(path, "manifests")
+		metadataDir = filepath.Join(path, "metadata")
+		if _, err := fsys.Stat(metadataDir); err != nil {
+			b.Problems = append(b.Problems, Problem{Code: CodeMetadataMissing, Pos: manifest.Position{File: path},
+				Message: "the bundle has no metadata/ directory, so no metadata/annotations.yaml: operator-registry rejects it as a bundle image (fine for the old package-manifest layout)"})
+			metadataDir = ""
+		}
+	} else if filepath.Base(filepath.Clean(path)) == "manifests" {
+		parent := filepath.Dir(filepath.Clean(path))
+		if mst, err := fsys.Stat(filepath.Join(parent, "metadata")); err == nil && mst.IsDir() {
+			b.Root = parent
+			metadataDir = filepath.Join(parent, "metadata")
+		}
+	}
+	rootReal, err := fsys.EvalSymlinks(b.Root)
+	if err != nil {
+		return nil, fmt.Errorf("loading bundle %s: %w", path, unwrapPathError(err))
+	}
+	if metadataDir != "" {
+		b.loadMetadata(fsys, metadataDir, rootReal, opts.limits())
+	}
+	b.loadManifests(fsys, rootReal, opts.limits())
+	b.checkMetadata()
+	b.checkKinds()
+	return b, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// readFile reads one bundle file, refusing symlinks that leave the bundle
+// and anything that is not a regular file. ok=false means it was not read;
+// the reason is already recorded.
+func (b *Bundle) readFile(fsys FS, file, rootReal string, lim manifest.Limits) ([]byte, bool) {
+	pos := manifest.Position{File: file}
+	info, err := fsys.Lstat(file)
+	if err != nil {
+		b.Errors = append(b.Errors, fmt.Errorf("reading %s: %w", file, unwrapPathError(err)))
+		return nil, false
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		target, err := fsys.EvalSymlinks(file)
+		if err != nil {
+			b.Problems = append(b.Problems, Problem{Code: CodeSymlink, Pos: pos,
+				Message: fmt.Sprintf("symlink cannot be resolved (%v); not followed", unwrapPathError(err))})
+			return nil, false
+		}
+		if !within(target, rootReal) {
+			b.Problems = append(b.Problems, Problem{Code: CodeSymlink, Pos: pos,
+				Message: fmt.Sprintf("symlink points outside the bundle (to %s); not followed", target)})
+			return nil, false
+		}
+		if info, err = fsys.Stat(file); err != nil {
+			b.Errors = append(b.Errors, fmt.Errorf("reading %s: %w", file, unwrapPathError(err)))
+			return nil, false
+		}
+	}
+	if !info.Mode().IsRegular() {
+		b.Problems = append(b.Problems, Problem{Code: CodeLayout, Pos: pos,
+			Message: fmt.Sprintf("not a regular file (%s); not read", info.Mode().Type())})
+		return nil, false
+	}
+	data, err := fsys.ReadFile(file, lim.MaxFileSize)
+	if err != nil {
+		var tl *ErrTooLarge
+		if errors.As(err, &tl) {
+			b.Problems = append(b.Problems, Problem{Code: CodeLimit, Pos: pos,
+				Message: tl.Error() + "; not read"})
+			return nil, false
+		}
+		b.Errors = append(b.Errors, fmt.Errorf("reading %s: %w", file, unwrapPathError(err)))
+		return nil, false
+	}
+	return data, true
+}
+
+func within(target, root string) bool {
+	rel, err := filepath.Rel(root, target)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// fileResult is what reading one manifest file produced.
+type fileResult struct {
+	doc      *manifest.Document
+	problems []Problem
+	errs     []error
+	csv      *CSV
+	crd      *crd.CRD
+}
+
+func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits) {
+	entries, err := fsys.ReadDir(b.ManifestsDir)
+	if err != nil {
+		b.Errors = append(b.Errors, fmt.Errorf("reading %s: %w", b.ManifestsDir, unwrapPathError(err)))
+		return
+	}
+	var files []string
+	for _, e := range entries {
+		file := filepath.Join(b.ManifestsDir, e.Name())
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+			b.Problems = append(b.Problems, Problem{Code: CodeLayout, Pos: manifest.Position{File: file},
+				Message: "hidden file in the manifests directory; operator-framework/api's loader rejects the bundle for it"})
+		case e.IsDir():
+			b.Problems = append(b.Problems, Problem{Code: CodeLayout, Pos: manifest.Position{File: file},
+				Message: "directory inside the manifests directory; OLM does not read it and operator-framework/api's loader rejects the bundle for it"})
+		case b.ManifestsDir == b.Root && b.Metadata == nil && !isManifestName(e.Name()):
+			// A plain directory of manifests named directly: skip what is
+			// plainly not a manifest (README.md, a Dockerfile).
+		default:
+			files = append(files, file)
+		}
+	}
+	results := make([]fileResult, len(files))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(files)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] = b.loadFile(fsys, files[i], rootReal, lim)
+			}
+		}()
+	}
+	for i := range files {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	for _, r := range results {
+		b.Problems = append(b.Problems, r.problems...)
+		b.Errors = append(b.Errors, r.errs...)
+		if r.doc != nil {
+			b.Objects = append(b.Objects, r.doc)
+		}
+		if r.csv != nil {
+			if len(b.CSVs) > 0 {
+				first := b.CSVs[0]
+				b.Problems = append(b.Problems, Problem{Code: CodeMultipleCSVs, Pos: r.csv.Doc.Pos(),
+					Message: fmt.Sprintf("second ClusterServiceVersion %q; a bundle holds exactly one (the first is %q in %s)", r.csv.Obj.Name, first.Obj.Name, first.Doc.File)})
+			}
+			b.CSVs = append(b.CSVs, r.csv)
+		}
+		if r.crd != nil {
+			b.CRDs = append(b.CRDs, r.crd)
+		}
+	}
+	if len(b.CSVs) == 0 && !hasCSVDoc(b.Objects) && !hasCSVParseProblem(b.Problems) {
+		msg := fmt.Sprintf("no ClusterServiceVersion in %s", b.ManifestsDir)
+		if len(files) == 0 {
+			msg = fmt.Sprintf("no manifests in %s (want a bundle root with manifests/ and metadata/, or a directory of manifests)", b.ManifestsDir)
+		}
+		b.Problems = append(b.Problems, Problem{Code: CodeCSVMissing, Pos: manifest.Position{File: b.ManifestsDir}, Message: msg})
+	}
+}
+
+func isManifestName(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func hasCSVDoc(docs []*manifest.Document) bool {
+	for _, d := range docs {
+		if k, _ := d.Object()["kind"].(string); k == CSVKind {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCSVParseProblem avoids saying "no CSV" when a CSV file failed to parse:
+// the parse finding is the real news.
+func hasCSVParseProblem(ps []Problem) bool {
+	for _, p := range ps {
+		if (p.Code == CodeParse || p.Code == CodeLimit) && strings.Contains(strings.ToLower(filepath.Base(p.Pos.File)), "clusterserviceversion") {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Bundle) loadFile(fsys FS, file, rootReal string, lim manifest.Limits) (r fileResult) {
+	tmp := &Bundle{}
+	data, ok := tmp.readFile(fsys, file, rootReal, lim)
+	r.problems, r.errs = tmp.Problems, tmp.Errors
+	if !ok {
+		return r
+	}
+	docs, err := manifest.Parse(file, data, lim)
+	if err != nil {
+		r.problems = append(r.problems, parseProblem(err))
+		if len(docs) == 0 {
+			return r
+		}
+	}
+	if len(docs) == 0 {
+		r.problems = append(r.problems, Problem{Code: CodeParse, Pos: manifest.Position{File: file},
+			Message: "empty manifest: no YAML or JSON document"})
+		return r
+	}
+	if len(docs) > 1 {
+		r.problems = append(r.problems, Problem{Code: CodeMultiDocument, Pos: docs[1].Pos(),
+			Message: fmt.Sprintf("%d more YAML %s after the first; OLM reads only the first document of a manifest file and ignores the rest", len(docs)-1, map[bool]string{true: "document", false: "documents"}[len(docs) == 2])})
+	}
+	doc := docs[0]
+	obj := doc.Object()
+	if obj == nil {
+		r.problems = append(r.problems, Problem{Code: CodeParse, Pos: doc.Pos(),
+			Message: "not a Kubernetes object: the document is not a mapping"})
+		return r
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if apiVersion == "" || kind == "" {
+		missing := "apiVersion"
+		field := "apiVersion"
+		if kind == "" {
+			missing, field = "kind", "kind"
+			if apiVersion == "" {
+				missing = "apiVersion and kind"
+			}
+		}
+		pos, _ := doc.Locate(manifest.NewPath(field))
+		r.problems = append(r.problems, Problem{Code: CodeParse, Pos: pos, Field: field,
+			Message: fmt.Sprintf("not a Kubernetes object: %s missing or not a string", missing)})
+		return r
+	}
+	r.doc = doc
+	switch kind {
+	case CSVKind:
+		csv := &v1alpha1.ClusterServiceVersion{}
+		if err := manifest.DecodeInto(doc, csv); err != nil {
+			r.problems = append(r.problems, parseProblem(fmt.Errorf("decoding ClusterServiceVersion: %w", err), doc.Pos()))
+			return r
+		}
+		r.csv = &CSV{Doc: doc, Obj: csv}
+	case crd.Kind:
+		c, err := crd.Decode(doc)
+		if err != nil {
+			r.problems = append(r.problems, parseProblem(fmt.Errorf("decoding CustomResourceDefinition: %w", err), doc.Pos()))
+			return r
+		}
+		r.crd = c
+	}
+	return r
+}
+
+func parseProblem(err error, fallback ...manifest.Position) Problem {
+	var me *manifest.Error
+	if errors.As(err, &me) {
+		code := CodeParse
+		if me.Limit {
+			code = CodeLimit
+		}
+		msg := err.Error()
+		// The message carries the position already; keep only the words.
+		msg = strings.Replace(msg, me.Pos.String()+": ", "", 1)
+		return Problem{Code: code, Pos: me.Pos, Message: msg}
+	}
+	p := Problem{Code: CodeParse, Message: err.Error()}
+	if len(fallback) > 0 {
+		p.Pos = fallback[0]
+	}
+	return p
+}
+
+// loadMetadata finds the annotations file. operator-registry accepts any
+// file in metadata/ that decodes with an "annotations" map; annotations.yaml
+// is the conventional name and is tried first.
+func (b *Bundle) loadMetadata(fsys FS, dir, rootReal string, lim manifest.Limits) {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		b.Errors = append(b.Errors, fmt.Errorf("reading %s: %w", dir, unwrapPathError(err)))
+		return
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !isManifestName(e.Name()) {
+			continue
+		}
+		if e.Name() == AnnotationsFile {
+			names = append([]string{e.Name()}, names...)
+		} else {
+			names = append(names, e.Name())
+		}
+	}
+	for _, name := range names {
+		file := filepath.Join(dir, name)
+		data, ok := b.readFile(fsys, file, rootReal, lim)
+		if !ok {
+			continue
+		}
+		docs, err := manifest.Parse(file, data, lim)
+		if err != nil {
+			if name == AnnotationsFile {
+				b.Problems = append(b.Problems, parseProblem(err))
+			}
+			continue
+		}
+		if len(docs) == 0 {
+			continue
+		}
+		ann := docs[0].Object()["annotations"]
+		if ann == nil {
+			continue
+		}
+		m, ok := ann.(map[string]interface{})
+		if !ok {
+			pos, _ := docs[0].Locate(manifest.NewPath("annotations"))
+			b.Problems = append(b.Problems, Problem{Code: CodeMetadataInvalid, Pos: pos, Field: "annotations",
+				Message: "annotations must be a map of label to value"})
+			b.Metadata = &Metadata{Doc: docs[0], Annotations: map[string]string{}}
+			return
+		}
+		md := &Metadata{Doc: docs[0], Annotations: map[string]string{}}
+		for k, v := range m {
+			switch t := v.(type) {
+			case string:
+				md.Annotations[k] = t
+			case nil:
+				md.Annotations[k] = ""
+			default:
+				md.Annotations[k] = fmt.Sprint(t)
+			}
+		}
+		b.Metadata = md
+		return
+	}
+	b.Problems = append(b.Problems, Problem{Code: CodeMetadataMissing, Pos: manifest.Position{File: dir},
+		Message: fmt.Sprintf("no annotations file in %s (want %s with an annotations map)", dir, AnnotationsFile)})
+}
+
+// checkMetadata applies operator-registry's validateAnnotations
+// (pkg/lib/bundle/validate.go): the five required keys, the media type
+// matching the content, the directory values, and non-empty channels.
+func (b *Bundle) checkMetadata() {
+	md := b.Metadata
+	if md == nil {
+		return
+	}
+	annPath := manifest.NewPath("annotations")
+	at := func(key string) manifest.Position {
+		pos, _ := md.Doc.LocateKey(annPath.Key(key))
+		return pos
+	}
+	add := func(key, format string, args ...interface{}) {
+		b.Problems = append(b.Problems, Problem{Code: CodeMetadataInvalid, Pos: at(key),
+			Field: annPath.Key(key).String(), Message: fmt.Sprintf(format, args...)})
+	}
+	// operator-registry's GetMediaType says registry+v1 when the manifests
+	// hold a CSV. Without one (bundle-csv-missing, or a CSV that did not
+	// parse) the content says nothing reliable, so the media type is not
+	// compared.
+	mediaType := ""
+	if len(b.CSVs) > 0 || hasCSVDoc(b.Objects) {
+		mediaType = RegistryV1Type
+	}
+	for _, key := range []string{MediatypeLabel, ManifestsLabel, MetadataLabel, PackageLabel, ChannelsLabel} {
+		if _, ok := md.Annotations[key]; !ok {
+			add(key, "missing annotation %q", key)
+		}
+	}
+	if v, ok := md.Annotations[MediatypeLabel]; ok && mediaType != "" && v != mediaType {
+		add(MediatypeLabel, "annotation %q is %q, but the manifests make a %q bundle", MediatypeLabel, v, mediaType)
+	}
+	if v, ok := md.Annotations[ManifestsLabel]; ok && v != ManifestsDir {
+		add(ManifestsLabel, "annotation %q is %q; a bundle image keeps its manifests in %q", ManifestsLabel, v, ManifestsDir)
+	}
+	if v, ok := md.Annotations[MetadataLabel]; ok && v != MetadataDir {
+		add(MetadataLabel, "annotation %q is %q; a bundle image keeps its metadata in %q", MetadataLabel, v, MetadataDir)
+	}
+	if v, ok := md.Annotations[PackageLabel]; ok && strings.TrimSpace(v) == "" {
+		add(PackageLabel, "annotation %q is empty", PackageLabel)
+	}
+	if v, ok := md.Annotations[ChannelsLabel]; ok && strings.TrimSpace(v) == "" {
+		add(ChannelsLabel, "annotation %q is empty", ChannelsLabel)
+	}
+	if v, ok := md.Annotations[ChannelDefaultLabel]; ok && strings.TrimSpace(v) == "" {
+		add(ChannelDefaultLabel, "annotation %q is present but empty", ChannelDefaultLabel)
+	}
+}
+
+// checkKinds reports kinds a registry+v1 bundle may not hold, as
+// operator-registry's ValidateBundleContent does for registry+v1 content.
+func (b *Bundle) checkKinds() {
+	if len(b.CSVs) == 0 && !hasCSVDoc(b.Objects) {
+		return
+	}
+	if b.Metadata != nil {
+		if mt := b.Metadata.Annotations[MediatypeLabel]; mt == PlainType || mt == HelmType {
+			return
+		}
+	}
+	for _, d := range b.Objects {
+		kind, _ := d.Object()["kind"].(string)
+		if !IsSupported(kind) {
+			pos, _ := d.Locate(manifest.NewPath("kind"))
+			b.Problems = append(b.Problems, Problem{Code: CodeUnsupportedKind, Pos: pos, Field: "kind",
+				Message: fmt.Sprintf("%s is not a kind a registry+v1 bundle may hold; operator-registry rejects the bundle", kind)})
+		}
+	}
+}

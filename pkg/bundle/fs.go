@@ -1,0 +1,81 @@
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// FS is the file system a bundle is read from. OS reads the real one; tests
+// swap in failures the real one cannot produce on demand (a permission
+// denied while running as root, an I/O error).
+type FS interface {
+	Stat(name string) (fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// ReadFile reads a regular file, failing with an *ErrTooLarge rather
+	// than reading more than limit bytes (limit <= 0: no limit).
+	ReadFile(name string, limit int64) ([]byte, error)
+	EvalSymlinks(name string) (string, error)
+}
+
+// ErrTooLarge is returned by FS.ReadFile for a file over the limit.
+type ErrTooLarge struct {
+	Size, Limit int64
+}
+
+func (e *ErrTooLarge) Error() string {
+	return fmt.Sprintf("file is %d bytes, over the %d-byte limit", e.Size, e.Limit)
+}
+
+// OS is the operating system's file system.
+type OS struct{}
+
+// Stat implements FS.
+func (OS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+
+// Lstat implements FS.
+func (OS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
+
+// ReadDir implements FS.
+func (OS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
+
+// EvalSymlinks implements FS.
+func (OS) EvalSymlinks(name string) (string, error) { return filepath.EvalSymlinks(name) }
+
+// ReadFile implements FS. It checks the size before reading and reads at
+// most limit+1 bytes, so a file that grows while being read is caught too.
+func (OS) ReadFile(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	if limit > 0 && st.Size() > limit {
+		return nil, &ErrTooLarge{Size: st.Size(), Limit: limit}
+	}
+	var r io.Reader = f
+	if limit > 0 {
+		r = io.LimitReader(f, limit+1)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && int64(len(data)) > limit {
+		return nil, &ErrTooLarge{Size: int64(len(data)), Limit: limit}
+	}
+	return data, nil
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

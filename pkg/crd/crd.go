@@ -1,0 +1,164 @@
+// Package crd gives one view of a CustomResourceDefinition whether it was
+// written as apiextensions.k8s.io/v1 or v1beta1, and keeps, for every fact it
+// reports, the path of the field in the file it came from.
+//
+// A v1beta1 CRD is defaulted and converted to v1 with apiextensions-apiserver's
+// own scheme, so spec.version, spec.subresources and spec.validation move into
+// spec.versions[] exactly as the apiserver moves them.
+package crd
+
+import (
+	"fmt"
+
+	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+)
+
+// Kind is the kind of a CustomResourceDefinition.
+const Kind = "CustomResourceDefinition"
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	apiextinstall.Install(s)
+	return s
+}()
+
+// CRD is a decoded CustomResourceDefinition.
+type CRD struct {
+	// Doc is the document the CRD was read from.
+	Doc *manifest.Document
+	// APIVersion is the apiVersion it was written in.
+	APIVersion string
+	// V1 is the CRD as apiextensions.k8s.io/v1 (converted when written as
+	// v1beta1).
+	V1 *apiextv1.CustomResourceDefinition
+	// V1beta1 is the CRD as written, when it was written as v1beta1.
+	V1beta1 *apiextv1beta1.CustomResourceDefinition
+}
+
+// Decode decodes a CRD document of either API version.
+func Decode(doc *manifest.Document) (*CRD, error) {
+	obj := doc.Object()
+	apiVersion, _ := obj["apiVersion"].(string)
+	c := &CRD{Doc: doc, APIVersion: apiVersion}
+	switch apiVersion {
+	case apiextv1.SchemeGroupVersion.String():
+		c.V1 = &apiextv1.CustomResourceDefinition{}
+		if err := manifest.DecodeInto(doc, c.V1); err != nil {
+			return nil, err
+		}
+	case apiextv1beta1.SchemeGroupVersion.String():
+		c.V1beta1 = &apiextv1beta1.CustomResourceDefinition{}
+		if err := manifest.DecodeInto(doc, c.V1beta1); err != nil {
+			return nil, err
+		}
+		defaulted := c.V1beta1.DeepCopy()
+		scheme.Default(defaulted)
+		internal := &apiext.CustomResourceDefinition{}
+		if err := scheme.Convert(defaulted, internal, nil); err != nil {
+			return nil, fmt.Errorf("converting v1beta1 CustomResourceDefinition: %w", err)
+		}
+		c.V1 = &apiextv1.CustomResourceDefinition{}
+		if err := scheme.Convert(internal, c.V1, nil); err != nil {
+			return nil, fmt.Errorf("converting v1beta1 CustomResourceDefinition to v1: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("unsupported CustomResourceDefinition apiVersion %q (want apiextensions.k8s.io/v1 or v1beta1)", apiVersion)
+	}
+	return c, nil
+}
+
+// Group is spec.group.
+func (c *CRD) Group() string { return c.V1.Spec.Group }
+
+// Kind is spec.names.kind.
+func (c *CRD) Kind() string { return c.V1.Spec.Names.Kind }
+
+// Plural is spec.names.plural.
+func (c *CRD) Plural() string { return c.V1.Spec.Names.Plural }
+
+// Namespaced reports whether the scope is Namespaced.
+func (c *CRD) Namespaced() bool { return c.V1.Spec.Scope != apiextv1.ClusterScoped }
+
+// Name is metadata.name.
+func (c *CRD) Name() string { return c.V1.Name }
+
+// Version is one version of the CRD with the source paths of its parts.
+type Version struct {
+	Name    string
+	Served  bool
+	Storage bool
+	// StatusSubresource reports whether /status is a subresource.
+	StatusSubresource bool
+	// Schema is the version's openAPIV3Schema, nil when there is none.
+	Schema *apiextv1.JSONSchemaProps
+	// Path is where the version is declared in the source.
+	Path manifest.Path
+	// SubresourcesPath is where the subresources apply from (or would be
+	// written): spec.versions[i].subresources, or spec.subresources in a
+	// v1beta1 CRD that uses the top-level field.
+	SubresourcesPath manifest.Path
+	// SchemaPath is where the openAPIV3Schema is (or would be) in the source.
+	SchemaPath manifest.Path
+}
+
+// Versions lists the versions in declaration order.
+func (c *CRD) Versions() []Version {
+	out := make([]Version, 0, len(c.V1.Spec.Versions))
+	for i, v := range c.V1.Spec.Versions {
+		ver := Version{
+			Name:              v.Name,
+			Served:            v.Served,
+			Storage:           v.Storage,
+			StatusSubresource: v.Subresources != nil && v.Subresources.Status != nil,
+		}
+		if v.Schema != nil {
+			ver.Schema = v.Schema.OpenAPIV3Schema
+		}
+		ver.Path, ver.SubresourcesPath, ver.SchemaPath = c.sourcePaths(i)
+		out = append(out, ver)
+	}
+	return out
+}
+
+// Version returns the named version, or nil.
+func (c *CRD) Version(name string) *Version {
+	for _, v := range c.Versions() {
+		if v.Name == name {
+			return &v
+		}
+	}
+	return nil
+}
+
+func (c *CRD) sourcePaths(i int) (ver, sub, schema manifest.Path) {
+	spec := manifest.NewPath("spec")
+	if c.V1beta1 == nil {
+		ver = spec.Child("versions").Index(i)
+		return ver, ver.Child("subresources"), ver.Child("schema", "openAPIV3Schema")
+	}
+	in := c.V1beta1.Spec
+	if len(in.Versions) == 0 {
+		ver = spec.Child("version")
+	} else {
+		ver = spec.Child("versions").Index(i)
+	}
+	switch {
+	case i < len(in.Versions) && in.Versions[i].Subresources != nil:
+		sub = ver.Child("subresources")
+	default:
+		sub = spec.Child("subresources")
+	}
+	switch {
+	case i < len(in.Versions) && in.Versions[i].Schema != nil:
+		schema = ver.Child("schema", "openAPIV3Schema")
+	default:
+		schema = spec.Child("validation", "openAPIV3Schema")
+	}
+	return ver, sub, schema
+}

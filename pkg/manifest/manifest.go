@@ -1,0 +1,712 @@
+// Package manifest reads YAML and JSON manifests into documents that keep
+// their positions: every value converted to its JSON form (as Kubernetes would
+// see it) together with the yaml.Node tree it came from, so that any field
+// path can be traced back to a file, line and column.
+//
+// Parsing is bounded: file size, document count, nesting depth and alias
+// expansion all have limits (see Limits), and exceeding one is an error that
+// names the file and line, never a panic or a runaway allocation.
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Limits bound the cost of reading one manifest file.
+type Limits struct {
+	// MaxFileSize is the largest file read, in bytes.
+	MaxFileSize int64
+	// MaxDocuments is the most YAML documents one file may hold.
+	MaxDocuments int
+	// MaxDepth is the deepest nesting of mappings and sequences.
+	MaxDepth int
+	// MaxAliasNodes is how many nodes alias expansion may produce per
+	// document beyond the document's own size.
+	MaxAliasNodes int
+}
+
+// DefaultLimits are generous for real manifests: the largest manifest in the
+// corpus is a 1.8 MB CRD and the deepest nests 37 levels, while etcd refuses
+// objects over about 1.5 MiB anyway.
+var DefaultLimits = Limits{
+	MaxFileSize:   16 << 20,
+	MaxDocuments:  1000,
+	MaxDepth:      512,
+	MaxAliasNodes: 200_000,
+}
+
+// Position is a place in a file. Line and Column are 1-based; zero means
+// unknown (a finding about a whole file or directory).
+type Position struct {
+	File   string
+	Line   int
+	Column int
+}
+
+// String renders file:line:column, leaving out what is unknown.
+func (p Position) String() string {
+	switch {
+	case p.Line == 0:
+		return p.File
+	case p.Column == 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	default:
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+	}
+}
+
+// Error is a problem reading a manifest, with its position.
+type Error struct {
+	Pos Position
+	Msg string
+	// Limit is set when a documented limit was exceeded.
+	Limit bool
+}
+
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// Document is one YAML or JSON document of a file.
+type Document struct {
+	// File is the path the document was read from, as the caller named it.
+	File string
+	// Index is the 0-based position of the document in its file.
+	Index int
+	// Node is the document's root value (not the yaml DocumentNode).
+	Node *yaml.Node
+	// Value is the document converted to JSON values: map[string]interface{},
+	// []interface{}, string, int64, float64, bool or nil.
+	Value interface{}
+}
+
+// Object returns the document as a JSON object, or nil when it is not one.
+func (d *Document) Object() map[string]interface{} {
+	m, _ := d.Value.(map[string]interface{})
+	return m
+}
+
+// Pos returns the position of the document's root.
+func (d *Document) Pos() Position {
+	return Position{File: d.File, Line: d.Node.Line, Column: d.Node.Column}
+}
+
+// Locate returns the position of the node at path. When the path does not
+// exist it returns the position of its deepest existing ancestor and
+// exact=false, so a missing field still points somewhere useful.
+func (d *Document) Locate(p Path) (pos Position, exact bool) {
+	n, exact := locate(d.Node, p)
+	return Position{File: d.File, Line: n.Line, Column: n.Column}, exact
+}
+
+// LocateKey is Locate, but for a mapping entry it returns the position of the
+// key rather than of the value ("annotations:" rather than its first entry).
+func (d *Document) LocateKey(p Path) (pos Position, exact bool) {
+	if len(p) == 0 {
+		return d.Locate(p)
+	}
+	parent, ok := locate(d.Node, p[:len(p)-1])
+	if ok {
+		if k := mappingKey(parent, p[len(p)-1]); k != nil {
+			return Position{File: d.File, Line: k.Line, Column: k.Column}, true
+		}
+	}
+	return d.Locate(p)
+}
+
+// Parse reads every document of data. A syntax error stops the reading; the
+// documents before it are returned along with the error. Empty documents are
+// skipped.
+func Parse(file string, data []byte, lim Limits) (docs []*Document, err error) {
+	defer func() {
+		// The YAML parser is not supposed to panic; if it ever does on some
+		// input, that input is reported rather than taking the process down.
+		if r := recover(); r != nil {
+			err = &Error{Pos: Position{File: file}, Msg: fmt.Sprintf("cannot parse: %v", r)}
+		}
+	}()
+	if lim.MaxFileSize > 0 && int64(len(data)) > lim.MaxFileSize {
+		return nil, &Error{Pos: Position{File: file}, Limit: true,
+			Msg: fmt.Sprintf("file is %d bytes, over the %d-byte limit", len(data), lim.MaxFileSize)}
+	}
+	if msg := checkEncoding(data); msg != "" {
+		return nil, &Error{Pos: Position{File: file, Line: 1, Column: 1}, Msg: msg}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for index := 0; ; index++ {
+		var n yaml.Node
+		if derr := dec.Decode(&n); derr != nil {
+			if errors.Is(derr, io.EOF) {
+				return docs, nil
+			}
+			return docs, syntaxError(file, data, derr)
+		}
+		root := &n
+		if root.Kind == yaml.DocumentNode {
+			if len(root.Content) == 0 {
+				continue
+			}
+			root = root.Content[0]
+		}
+		if root.Kind == yaml.ScalarNode && root.Tag == "!!null" && root.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+			continue // an empty document between separators
+		}
+		if lim.MaxDocuments > 0 && len(docs) >= lim.MaxDocuments {
+			return docs, &Error{Pos: Position{File: file, Line: root.Line, Column: root.Column}, Limit: true,
+				Msg: fmt.Sprintf("more than %d documents in one file", lim.MaxDocuments)}
+		}
+		c := converter{file: file, lim: lim, src: data}
+		v, cerr := c.value(root, 0)
+		if cerr != nil {
+			return docs, cerr
+		}
+		docs = append(docs, &Document{File: file, Index: index, Node: root, Value: v})
+	}
+}
+
+// checkEncoding rejects what the YAML parser would misreport: binary bytes
+// and text that is neither UTF-8 nor UTF-16 with a byte order mark.
+func checkEncoding(data []byte) string {
+	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
+		return "" // UTF-16 with a BOM: the YAML parser decodes it
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		line := 1 + bytes.Count(data[:i], []byte{'\n'})
+		return fmt.Sprintf("binary content (a NUL byte on line %d); not a YAML or JSON manifest", line)
+	}
+	if !utf8.Valid(data) {
+		off := 0
+		for off < len(data) {
+			r, size := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		line := 1 + bytes.Count(data[:off], []byte{'\n'})
+		return fmt.Sprintf("invalid UTF-8 (byte 0x%02x at offset %d, line %d); manifests must be UTF-8", data[off], off, line)
+	}
+	return ""
+}
+
+var (
+	lineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	anchorRE = regexp.MustCompile(`^unknown anchor '([^']+)' referenced`)
+)
+
+// syntaxError turns a go.yaml.in/yaml/v3 error ("yaml: line 7: ...") into an
+// Error with a position. The parser names the line where the enclosing
+// construct began (its context mark), which for an indentation slip in a
+// large CSV can be hundreds of lines above the mistake. problemLine narrows
+// it down to the first line at which the text stops parsing; the column is
+// the first non-blank character of that line, or the offending character
+// where the message names one.
+func syntaxError(file string, data []byte, err error) *Error {
+	msg := err.Error()
+	pos := Position{File: file}
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		msg = m[2]
+		pos.Line = problemLine(data, line, err.Error())
+		pos.Column = columnOf(data, pos.Line, msg)
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		if m := anchorRE.FindStringSubmatch(msg); m != nil {
+			// "unknown anchor 'x' referenced" carries no line: find the alias.
+			if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
+				pos.Line = 1 + bytes.Count(data[:i], []byte{'\n'})
+				start := bytes.LastIndexByte(data[:i], '\n') + 1
+				pos.Column = utf8.RuneCount(data[start:i]) + 1
+			}
+		}
+	}
+	return &Error{Pos: pos, Msg: "invalid YAML: " + msg}
+}
+
+// problemLine finds, by bisection, the smallest line count L >= from such
+// that the first L lines fail to parse with the same message as the whole
+// file. Block-style YAML parses cleanly up to the line before a mistake, so L
+// is the line of the mistake.
+func problemLine(data []byte, from int, want string) int {
+	starts := lineStarts(data)
+	ends := append(starts[1:], len(data)) // ends[i] is the offset just past line i+1
+	if from < 1 || from > len(ends) {
+		return from
+	}
+	fails := func(lines int) bool {
+		return parseError(data[:ends[lines-1]]) == want
+	}
+	lo, hi := from, len(ends)
+	if !fails(hi) {
+		return from
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+func parseError(data []byte) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return ""
+			}
+			return err.Error()
+		}
+	}
+}
+
+func columnOf(data []byte, line int, msg string) int {
+	text := lineText(data, line)
+	if text == nil {
+		return 0
+	}
+	switch {
+	case bytes.Contains([]byte(msg), []byte("found a tab character")) || bytes.Contains([]byte(msg), []byte("found character that cannot start any token")):
+		if i := bytes.IndexByte(text, '\t'); i >= 0 {
+			return utf8.RuneCount(text[:i]) + 1
+		}
+	case bytes.Contains([]byte(msg), []byte("mapping values are not allowed")):
+		// "a: b: c" puts the second ": " at fault; a continuation line of a
+		// multi-line plain scalar ("   key: value" indented too far) its first.
+		if i := bytes.Index(text, []byte(": ")); i >= 0 {
+			if j := bytes.Index(text[i+2:], []byte(": ")); j >= 0 {
+				return utf8.RuneCount(text[:i+2+j]) + 1
+			}
+			return utf8.RuneCount(text[:i]) + 1
+		}
+	}
+	for i, c := range text {
+		if c != ' ' && c != '\t' {
+			return utf8.RuneCount(text[:i]) + 1
+		}
+	}
+	return 1
+}
+
+func lineText(data []byte, line int) []byte {
+	starts := lineStarts(data)
+	if line < 1 || line > len(starts) {
+		return nil
+	}
+	text := data[starts[line-1]:]
+	if line < len(starts) {
+		text = data[starts[line-1]:starts[line]]
+	}
+	return bytes.TrimRight(text, "\r\n\u0085\u2028\u2029")
+}
+
+// lineStarts gives the offset at which each line begins, counting line
+// breaks as YAML does: CRLF, CR, LF, and the Unicode NEL, LS and PS.
+func lineStarts(data []byte) []int {
+	starts := []int{0}
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '\n':
+			starts = append(starts, i+1)
+		case c == '\r':
+			if i+1 < len(data) && data[i+1] == '\n' {
+				i++
+			}
+			starts = append(starts, i+1)
+		case c == 0xC2 && i+1 < len(data) && data[i+1] == 0x85:
+			i++
+			starts = append(starts, i+1)
+		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
+			i += 2
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// converter turns a yaml.Node tree into JSON values with Kubernetes' scalar
+// rules, enforcing the depth and alias limits.
+type converter struct {
+	file       string
+	lim        Limits
+	plainNodes int
+	aliasNodes int
+	inAlias    int
+	// expanding holds the anchors being expanded, to catch cycles.
+	expanding map[*yaml.Node]bool
+	// src is the text parsed, to see what the node tree cannot show.
+	src        []byte
+	lineStarts []int
+}
+
+// startsWithBang reports whether the text at n's position is "!": the
+// non-specific tag, which go.yaml.in/yaml/v3 drops from the node but which
+// makes go.yaml.in/yaml/v2 (and so Kubernetes) read the scalar as a string.
+// A plain scalar cannot begin with "!", so the text tells.
+func (c *converter) startsWithBang(n *yaml.Node) bool {
+	if c.src == nil || n.Line < 1 || n.Column < 1 {
+		return false
+	}
+	if c.lineStarts == nil {
+		if bytes.IndexByte(c.src, '!') < 0 {
+			c.src = nil // no "!" anywhere: nothing to look for, ever
+			return false
+		}
+		c.lineStarts = lineStarts(c.src)
+	}
+	if n.Line > len(c.lineStarts) {
+		return false
+	}
+	off := c.lineStarts[n.Line-1]
+	for col := 1; col < n.Column && off < len(c.src); col++ {
+		_, size := utf8.DecodeRune(c.src[off:])
+		off += size
+	}
+	return off < len(c.src) && c.src[off] == '!'
+}
+
+func (c *converter) errorf(n *yaml.Node, limit bool, format string, args ...interface{}) *Error {
+	return &Error{Pos: Position{File: c.file, Line: n.Line, Column: n.Column}, Limit: limit, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (c *converter) count(n *yaml.Node) *Error {
+	if c.inAlias > 0 {
+		c.aliasNodes++
+		// Like yaml.v3's own guard, aliases may not multiply the document:
+		// past MaxAliasNodes they may produce no more than the document has.
+		if c.lim.MaxAliasNodes > 0 && c.aliasNodes > c.lim.MaxAliasNodes && c.aliasNodes > c.plainNodes {
+			return c.errorf(n, true, "aliases expand to more than %d nodes (a YAML alias bomb?)", c.lim.MaxAliasNodes)
+		}
+		return nil
+	}
+	c.plainNodes++
+	return nil
+}
+
+func (c *converter) value(n *yaml.Node, depth int) (interface{}, error) {
+	if err := c.count(n); err != nil {
+		return nil, err
+	}
+	if c.lim.MaxDepth > 0 && depth > c.lim.MaxDepth {
+		return nil, c.errorf(n, true, "nesting deeper than %d levels", c.lim.MaxDepth)
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return c.scalar(n)
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil, c.errorf(n, false, "unknown alias %q", n.Value)
+		}
+		if err := c.enter(n); err != nil {
+			return nil, err
+		}
+		v, err := c.value(n.Alias, depth)
+		c.leave(n)
+		return v, err
+	case yaml.SequenceNode:
+		out := make([]interface{}, 0, len(n.Content))
+		for _, item := range n.Content {
+			v, err := c.value(item, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := make(map[string]interface{}, len(n.Content)/2)
+		if err := c.mapping(n, out, depth); err != nil {
+			return nil, err
+		}
+		return out, nil
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return c.value(n.Content[0], depth)
+	}
+	return nil, c.errorf(n, false, "unexpected YAML node")
+}
+
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Tag == "!!merge"
+}
+
+// mapping fills out from n. Merge keys ("<<") follow go.yaml.in/yaml/v2:
+// a merged mapping sets its keys in place, and for a list of mappings the
+// first one listed wins.
+func (c *converter) mapping(n *yaml.Node, out map[string]interface{}, depth int) error {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMerge(k) {
+			if err := c.merge(v, out, depth); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.count(k); err != nil {
+			return err
+		}
+		key, err := c.key(k)
+		if err != nil {
+			return err
+		}
+		val, err := c.value(v, depth+1)
+		if err != nil {
+			return err
+		}
+		out[key] = val
+	}
+	return nil
+}
+
+// enter starts expanding an alias, refusing one whose anchor contains it
+// (go.yaml.in/yaml/v2: "anchor 'a' value contains itself").
+func (c *converter) enter(alias *yaml.Node) error {
+	if c.expanding == nil {
+		c.expanding = map[*yaml.Node]bool{}
+	}
+	if c.expanding[alias.Alias] {
+		return c.errorf(alias, false, "anchor %q value contains itself", alias.Value)
+	}
+	c.expanding[alias.Alias] = true
+	c.inAlias++
+	return nil
+}
+
+func (c *converter) leave(alias *yaml.Node) {
+	delete(c.expanding, alias.Alias)
+	c.inAlias--
+}
+
+func (c *converter) merge(v *yaml.Node, out map[string]interface{}, depth int) error {
+	if err := c.count(v); err != nil {
+		return err
+	}
+	mergeOne := func(n *yaml.Node) error {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			if err := c.enter(n); err != nil {
+				return err
+			}
+			defer c.leave(n)
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			return c.errorf(n, false, "map merge requires map or sequence of maps as the value")
+		}
+		return c.mapping(n, out, depth+1)
+	}
+	target := v
+	if target.Kind == yaml.AliasNode && target.Alias != nil && target.Alias.Kind == yaml.SequenceNode {
+		if err := c.enter(target); err != nil {
+			return err
+		}
+		defer c.leave(target)
+		target = target.Alias
+	}
+	if target.Kind != yaml.SequenceNode {
+		return mergeOne(target)
+	}
+	for i := len(target.Content) - 1; i >= 0; i-- {
+		if err := mergeOne(target.Content[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *converter) key(k *yaml.Node) (string, error) {
+	if k.Kind == yaml.AliasNode && k.Alias != nil {
+		k = k.Alias
+	}
+	if k.Kind != yaml.ScalarNode {
+		return "", c.errorf(k, false, "a mapping key must be a scalar, not a %s", kindName(k.Kind))
+	}
+	kind, v, err := c.resolve(k)
+	if err != nil {
+		return "", err
+	}
+	if kind == kindTimestamp {
+		return k.Value, nil // as for values: the text it was written as
+	}
+	s, ok := keyString(kind, v)
+	if !ok {
+		return "", c.errorf(k, false, "unsupported mapping key %q (JSON keys are strings)", k.Value)
+	}
+	return s, nil
+}
+
+func (c *converter) scalar(n *yaml.Node) (interface{}, error) {
+	kind, v, err := c.resolve(n)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case kindTimestamp:
+		// go.yaml.in/yaml/v2 keeps a timestamp decoded into interface{} as
+		// the string it was written as, "for backward compatibility"; so
+		// sigs.k8s.io/yaml, and Kubernetes, see the text.
+		return n.Value, nil
+	case kindFloat:
+		f := v.(float64)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, c.errorf(n, false, "%q has no JSON form (NaN and infinities are not JSON numbers)", n.Value)
+		}
+	}
+	return v, nil
+}
+
+// resolve gives a scalar's kind and value. Quoted and block scalars are
+// strings; plain ones follow YAML 1.1 as Kubernetes does; explicit tags are
+// honoured.
+func (c *converter) resolve(n *yaml.Node) (scalarKind, interface{}, error) {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 && n.Style&yaml.TaggedStyle == 0 {
+		return kindStr, n.Value, nil
+	}
+	if n.Style&yaml.TaggedStyle == 0 {
+		if c.startsWithBang(n) {
+			return kindStr, n.Value, nil
+		}
+		kind, v := resolvePlain(n.Value)
+		return kind, v, nil
+	}
+	switch n.Tag {
+	case "!!str", "!!binary":
+		return kindStr, n.Value, nil
+	case "!!null":
+		return kindNull, nil, nil
+	case "!!bool", "!!int", "!!float", "!!timestamp":
+		kind, v := resolvePlain(n.Value)
+		want := map[string]scalarKind{"!!bool": kindBool, "!!int": kindInt, "!!float": kindFloat, "!!timestamp": kindTimestamp}[n.Tag]
+		if kind == kindInt && want == kindFloat {
+			switch iv := v.(type) {
+			case int64:
+				return kindFloat, float64(iv), nil
+			case float64:
+				return kindFloat, iv, nil
+			}
+		}
+		if kind != want {
+			return 0, nil, c.errorf(n, false, "cannot decode %q as %s", n.Value, n.Tag)
+		}
+		return kind, v, nil
+	}
+	// Other tags (local "!foo" ones) keep the text, as go-yaml v2 does.
+	return kindStr, n.Value, nil
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "sequence"
+	case yaml.ScalarNode:
+		return "scalar"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "document"
+}
+
+// locate walks p from n, returning the deepest node reached and whether the
+// whole path was found.
+func locate(n *yaml.Node, p Path) (*yaml.Node, bool) {
+	cur := n
+	for _, e := range p {
+		if cur.Kind == yaml.AliasNode && cur.Alias != nil {
+			cur = cur.Alias
+		}
+		var next *yaml.Node
+		switch e.kind {
+		case indexElem:
+			if cur.Kind == yaml.SequenceNode && e.index >= 0 && e.index < len(cur.Content) {
+				next = cur.Content[e.index]
+			}
+		default:
+			next = mappingValue(cur, e.name)
+		}
+		if next == nil {
+			return cur, false
+		}
+		cur = next
+	}
+	if cur.Kind == yaml.AliasNode && cur.Alias != nil {
+		// Point at the alias itself: that is where the user wrote the value.
+		return cur, true
+	}
+	return cur, true
+}
+
+func mappingKey(n *yaml.Node, e PathElem) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode || e.kind == indexElem {
+		return nil
+	}
+	var found *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == e.name && !isMerge(k) {
+			found = k // the last one wins, as in the decoded value
+		}
+	}
+	return found
+}
+
+func mappingValue(n *yaml.Node, name string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var found *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == name && !isMerge(k) {
+			found = n.Content[i+1]
+		}
+	}
+	if found != nil {
+		return found
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !isMerge(n.Content[i]) {
+			continue
+		}
+		m := n.Content[i+1]
+		if m.Kind == yaml.AliasNode && m.Alias != nil {
+			m = m.Alias
+		}
+		switch m.Kind {
+		case yaml.MappingNode:
+			if v := mappingValue(m, name); v != nil {
+				return v
+			}
+		case yaml.SequenceNode:
+			for _, item := range m.Content {
+				if item.Kind == yaml.AliasNode && item.Alias != nil {
+					item = item.Alias
+				}
+				if v := mappingValue(item, name); v != nil {
+					return v
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+package manifest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// kubeJSON is what Kubernetes makes of a YAML document.
+func kubeJSON(t testing.TB, doc string) (string, error) {
+	out, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		return "", err
+	}
+	var v interface{}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return "", err
+	}
+	norm, _ := json.Marshal(v)
+	return string(norm), nil
+}
+
+func ourJSON(t testing.TB, doc string) (string, error) {
+	docs, err := Parse("t.yaml", []byte(doc), DefaultLimits)
+	if err != nil {
+		return "", err
+	}
+	if len(docs) == 0 {
+		return "null", nil
+	}
+	out, err := json.Marshal(docs[0].Value)
+	if err != nil {
+		return "", err
+	}
+	var v interface{}
+	_ = json.Unmarshal(out, &v)
+	norm, _ := json.Marshal(v)
+	return string(norm), nil
+}
+
+func TestScalarsResolveAsKubernetesDoes(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{name: "yaml 1.1 booleans", yaml: "a: yes\nb: No\nc: on\nd: OFF\ne: y\nf: n\ng: true", want: `{"a":true,"b":false,"c":true,"d":false,"e":true,"f":false,"g":true}`},
+		{name: "quoted booleans stay strings", yaml: "a: 'yes'\nb: \"on\"", want: `{"a":"yes","b":"on"}`},
+		{name: "integers in every base", yaml: "a: 0x1F\nb: 0777\nc: 1_000\nd: 0b101\ne: -0b11\nf: +12", want: `{"a":31,"b":511,"c":1000,"d":5,"e":-3,"f":12}`},
+		{name: "floats", yaml: "a: 1.5\nb: .5\nc: 1e3\nd: 6.02e+23", want: `{"a":1.5,"b":0.5,"c":1000,"d":6.02e+23}`},
+		{name: "nulls", yaml: "a: ~\nb: null\nc:\nd: Null", want: `{"a":null,"b":null,"c":null,"d":null}`},
+		{name: "timestamps stay the text they were written as", yaml: "a: 2021-03-04\nb: 2021-03-04T10:00:00Z\nc: 2019-10-12 10:00:00", want: `{"a":"2021-03-04","b":"2021-03-04T10:00:00Z","c":"2019-10-12 10:00:00"}`},
+		{name: "a key y is the boolean true, as in kubectl", yaml: "y: 1\nn: 2\nx: 3", want: `{"true":1,"false":2,"x":3}`},
+		{name: "keys that are not strings", yaml: "1: a\ntrue: b\non: c\n1.5: d", want: `{"1":"a","1.5":"d","true":"c"}`},
+		{name: "merge keys", yaml: "base: &b {p: 1, q: 2}\nderived:\n  <<: *b\n  q: 3", want: `{"base":{"p":1,"q":2},"derived":{"p":1,"q":3}}`},
+		{name: "merge of a list, first wins", yaml: "a: &a {x: 1}\nb: &b {x: 2, z: 3}\nc:\n  <<: [*a, *b]", want: `{"a":{"x":1},"b":{"x":2,"z":3},"c":{"x":1,"z":3}}`},
+		{name: "aliases", yaml: "a: &x [1, 2]\nb: *x", want: `{"a":[1,2],"b":[1,2]}`},
+		{name: "block scalars", yaml: "a: |\n  line1\n  line2\nb: >-\n  folded\n  text", want: `{"a":"line1\nline2\n","b":"folded text"}`},
+		{name: "explicit tags", yaml: "a: !!str 123\nb: !!float 1\nc: !custom value", want: `{"a":"123","b":1,"c":"value"}`},
+		{name: "duplicate keys: the last wins", yaml: "a: 1\na: 2", want: `{"a":2}`},
+		{name: "json", yaml: `{"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}`, want: `{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap"}`},
+		{name: "version-like strings", yaml: "a: 1.0.0\nb: v1\nc: 1.10", want: `{"a":"1.0.0","b":"v1","c":1.1}`},
+		{name: "big unsigned integers", yaml: "a: 18446744073709551615", want: `{"a":18446744073709552000}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ourJSON(t, tt.yaml)
+			require.NoError(t, err)
+			assert.JSONEq(t, tt.want, got)
+			kube, err := kubeJSON(t, tt.yaml)
+			require.NoError(t, err)
+			assert.JSONEq(t, kube, got, "differs from sigs.k8s.io/yaml")
+		})
+	}
+}
+
+func TestParseDocuments(t *testing.T) {
+	in := "---\n# leading comment\na: 1\n---\n---\nb: 2\n...\n---\nc: 3\n"
+	docs, err := Parse("f.yaml", []byte(in), DefaultLimits)
+	require.NoError(t, err)
+	require.Len(t, docs, 3)
+	assert.Equal(t, 0, docs[0].Index)
+	assert.Equal(t, 3, docs[0].Node.Line)
+	assert.Equal(t, map[string]interface{}{"b": int64(2)}, docs[1].Value)
+	assert.Equal(t, 9, docs[2].Node.Line)
+}
+
+func TestLocate(t *testing.T) {
+	in := `apiVersion: v1
+kind: X
+metadata:
+  name: x
+  annotations:
+    a/b: "value"
+spec:
+  versions:
+  - name: v1
+    served: true
+  - name: v2
+    sub: &s
+      status: {}
+  other:
+    <<: *s
+`
+	docs, err := Parse("f.yaml", []byte(in), DefaultLimits)
+	require.NoError(t, err)
+	d := docs[0]
+	tests := []struct {
+		name      string
+		path      Path
+		line, col int
+		exact     bool
+	}{
+		{name: "a field", path: NewPath("kind"), line: 2, col: 7, exact: true},
+		{name: "an annotation key", path: NewPath("metadata", "annotations").Key("a/b"), line: 6, col: 10, exact: true},
+		{name: "an index", path: NewPath("spec", "versions").Index(1).Child("name"), line: 11, col: 11, exact: true},
+		{name: "a missing field points at its parent", path: NewPath("spec", "versions").Index(0).Child("subresources"), line: 9, col: 5, exact: false},
+		{name: "an index out of range", path: NewPath("spec", "versions").Index(7), line: 9, col: 3, exact: false},
+		{name: "through a merge key", path: NewPath("spec", "other", "status"), line: 13, col: 15, exact: true},
+		{name: "the root", path: nil, line: 1, col: 1, exact: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pos, exact := d.Locate(tt.path)
+			assert.Equal(t, tt.line, pos.Line, "line")
+			assert.Equal(t, tt.col, pos.Column, "column")
+			assert.Equal(t, tt.exact, exact)
+			assert.Equal(t, "f.yaml", pos.File)
+		})
+	}
+	pos, ok := d.LocateKey(NewPath("metadata", "annotations"))
+	assert.True(t, ok)
+	assert.Equal(t, Position{File: "f.yaml", Line: 5, Column: 3}, pos)
+	assert.Equal(t, "spec.versions[0].served", NewPath("spec", "versions").Index(0).Child("served").String())
+	assert.Equal(t, "metadata.annotations[a/b]", NewPath("metadata", "annotations").Key("a/b").String())
+}
+
+func TestSyntaxErrorsPointAtTheMistake(t *testing.T) {
+	tests := []struct {
+		name      string
+		yaml      string
+		line, col int
+		msg       string
+	}{
+		{name: "a key indented one space too far", yaml: "apiVersion: v1\nkind: X\nmetadata:\n  name: x\n  labels:\n    a: b\n   c: d\n", line: 7, col: 4, msg: "did not find expected key"},
+		{name: "a value that is itself a mapping", yaml: "a: b\nc: d: e\n", line: 2, col: 5, msg: "mapping values are not allowed"},
+		{name: "a tab for indentation", yaml: "a:\n\tb: 1\n", line: 2, col: 1, msg: "found character that cannot start any token"},
+		{name: "a sequence where a mapping goes on", yaml: "- a\nb: c\n", line: 2, col: 1, msg: "did not find expected '-' indicator"},
+		{name: "an undefined alias", yaml: "a: &x 1\nb: *y\n", line: 2, col: 4, msg: "unknown anchor 'y' referenced"},
+		{name: "a deep mistake in a long file", yaml: "spec:\n" + strings.Repeat("  k: v\n", 300) + " bad: x\n", line: 302, col: 2, msg: "did not find expected key"},
+		{name: "a missing colon in a later document", yaml: "a: 1\n---\nb: 2\nc\n", line: 4, col: 1, msg: "could not find expected ':'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("bad.yaml", []byte(tt.yaml), DefaultLimits)
+			var me *Error
+			require.True(t, errors.As(err, &me), "want *Error, got %v", err)
+			assert.Equal(t, tt.line, me.Pos.Line, "line: %v", err)
+			assert.Equal(t, tt.col, me.Pos.Column, "column: %v", err)
+			assert.Contains(t, me.Msg, tt.msg)
+			assert.False(t, me.Limit)
+			assert.True(t, strings.HasPrefix(err.Error(), "bad.yaml:"), err.Error())
+		})
+	}
+}
+
+func TestLimits(t *testing.T) {
+	small := Limits{MaxFileSize: 1 << 10, MaxDocuments: 3, MaxDepth: 20, MaxAliasNodes: 1000}
+	bomb := "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+	tests := []struct {
+		name  string
+		data  string
+		lim   Limits
+		msg   string
+		limit bool
+	}{
+		{name: "file size", data: strings.Repeat("a: b\n", 300), lim: small, msg: "over the 1024-byte limit", limit: true},
+		{name: "document count", data: "a: 1\n---\na: 2\n---\na: 3\n---\na: 4\n", lim: small, msg: "more than 3 documents", limit: true},
+		{name: "nesting depth", data: strings.Repeat("[", 30) + strings.Repeat("]", 30), lim: small, msg: "nesting deeper than 20 levels", limit: true},
+		{name: "alias expansion", data: bomb, lim: small, msg: "aliases expand to more than 1000 nodes", limit: true},
+		{name: "billion laughs under the default limits", data: "a: &a [l,l,l,l,l,l,l,l,l]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n", lim: DefaultLimits, msg: "aliases expand to more than 200000 nodes", limit: true},
+		{name: "depth past the parser's own limit", data: strings.Repeat("[", 20000), lim: DefaultLimits, msg: "exceeded max depth"},
+		{name: "an anchor merged into itself", data: "a: &a\n  <<: *a\n", lim: DefaultLimits, msg: "anchor \"a\" value contains itself"},
+		{name: "an anchor that contains its alias", data: "a: &a [x, *a]\n", lim: DefaultLimits, msg: "anchor \"a\" value contains itself"},
+		{name: "binary bytes", data: "\x00\x01\x02binary", lim: DefaultLimits, msg: "binary content"},
+		{name: "latin-1 text", data: "a: caf\xe9\n", lim: DefaultLimits, msg: "invalid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(tt.data), tt.lim)
+			var me *Error
+			require.True(t, errors.As(err, &me), "want *Error, got %v", err)
+			assert.Contains(t, me.Msg, tt.msg)
+			assert.Equal(t, tt.limit, me.Limit)
+			assert.Equal(t, "x.yaml", me.Pos.File)
+		})
+	}
+}
+
+func TestEncodings(t *testing.T) {
+	want := map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}
+	tests := []struct {
+		name     string
+		data     []byte
+		kindLine int
+	}{
+		{name: "utf-8 with a byte order mark", data: []byte("\xef\xbb\xbfapiVersion: v1\nkind: ConfigMap\n"), kindLine: 2},
+		{name: "crlf line endings", data: []byte("apiVersion: v1\r\nkind: ConfigMap\r\n"), kindLine: 2},
+		{name: "utf-16le with a byte order mark", data: utf16le("apiVersion: v1\nkind: ConfigMap\n"), kindLine: 2},
+		{name: "json", data: []byte("{\"apiVersion\":\"v1\",\n \"kind\":\"ConfigMap\"}"), kindLine: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := Parse("e.yaml", tt.data, DefaultLimits)
+			require.NoError(t, err)
+			require.Len(t, docs, 1)
+			assert.Equal(t, want, docs[0].Value)
+			pos, _ := docs[0].Locate(NewPath("kind"))
+			assert.Equal(t, tt.kindLine, pos.Line)
+		})
+	}
+}
+
+func utf16le(s string) []byte {
+	out := []byte{0xFF, 0xFE}
+	for _, r := range s {
+		out = append(out, byte(r), 0)
+	}
+	return out
+}
+
+type typed struct {
+	Spec struct {
+		Replicas int32    `json:"replicas"`
+		Names    []string `json:"names"`
+		Items    []struct {
+			Served bool `json:"served"`
+		} `json:"items"`
+	} `json:"spec"`
+}
+
+func TestDecodeIntoPointsAtTheBadField(t *testing.T) {
+	in := "spec:\n  replicas: 2\n  names: [a, b]\n  items:\n  - served: true\n  - served: maybe\n"
+	docs, err := Parse("d.yaml", []byte(in), DefaultLimits)
+	require.NoError(t, err)
+	var out typed
+	err = DecodeInto(docs[0], &out)
+	var me *Error
+	require.True(t, errors.As(err, &me), "%v", err)
+	assert.Equal(t, 6, me.Pos.Line)
+	assert.Equal(t, 13, me.Pos.Column)
+	assert.Contains(t, me.Msg, "spec.items.served")
+
+	docs, err = Parse("d.yaml", []byte("spec:\n  replicas: 3\n  names: [x]\n"), DefaultLimits)
+	require.NoError(t, err)
+	require.NoError(t, DecodeInto(docs[0], &out))
+	assert.Equal(t, int32(3), out.Spec.Replicas)
+	assert.Equal(t, []string{"x"}, out.Spec.Names)
+}
+
+// FuzzParse checks that Parse never panics, that everything it returns is
+// JSON, and that where both it and sigs.k8s.io/yaml read a single document,
+// they read the same thing.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"a: b\n", "a: [1, 2, {b: c}]\n", "- &x a\n- *x\n", "a: yes\nb: 0x10\n", "{\"a\": 1}",
+		"a: &a {x: 1}\nb:\n  <<: *a\n", "a: 2021-01-01\n", "---\na: 1\n---\nb: 2\n", "a:\n\tb: 1\n",
+		"a: !!binary aGVsbG8=\n", "? complex\n: key\n", "a: 'it''s'\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		wd := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("WATCHDOG %q", data)) })
+		defer wd.Stop()
+		lim := Limits{MaxFileSize: 1 << 16, MaxDocuments: 50, MaxDepth: 64, MaxAliasNodes: 10_000}
+		docs, err := Parse("fuzz.yaml", data, lim)
+		if err != nil {
+			var me *Error
+			if !errors.As(err, &me) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		for _, d := range docs {
+			if _, err := json.Marshal(d.Value); err != nil {
+				t.Fatalf("document %d is not JSON: %v", d.Index, err)
+			}
+			_, _ = d.Locate(NewPath("metadata", "name"))
+		}
+		if len(docs) != 1 || strings.Contains(string(data), "---") || strings.Contains(string(data), "!!") {
+			return
+		}
+		ours, _ := json.Marshal(docs[0].Value)
+		kube, kerr := kubeJSON(t, string(data))
+		if kerr != nil {
+			return
+		}
+		var a, b interface{}
+		_ = json.Unmarshal(ours, &a)
+		_ = json.Unmarshal([]byte(kube), &b)
+		ab, _ := json.Marshal(a)
+		bb, _ := json.Marshal(b)
+		if string(ab) != string(bb) {
+			t.Fatalf("differs from sigs.k8s.io/yaml:\n ours: %s\n kube: %s", ab, bb)
+		}
+	})
+}

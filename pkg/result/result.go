@@ -1,0 +1,171 @@
+// Package result is the model every statuscheck command reports into:
+// findings with a rule, a severity and a position, grouped per bundle, and
+// the exit code they imply. Formatting lives elsewhere (package report);
+// nothing here knows how a finding is printed.
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Severity orders findings: Info < Warning < Error.
+type Severity int
+
+const (
+	// Info is worth knowing.
+	Info Severity = iota
+	// Warning should be fixed.
+	Warning
+	// Error must be fixed: the status source cannot work.
+	Error
+)
+
+// Severities lists them from the most to the least severe.
+func Severities() []Severity { return []Severity{Error, Warning, Info} }
+
+func (s Severity) String() string {
+	switch s {
+	case Error:
+		return "error"
+	case Warning:
+		return "warning"
+	case Info:
+		return "info"
+	}
+	return fmt.Sprintf("severity(%d)", int(s))
+}
+
+// ParseSeverity reads "error", "warning" or "info".
+func ParseSeverity(s string) (Severity, error) {
+	for _, v := range Severities() {
+		if v.String() == s {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q (want error, warning or info)", s)
+}
+
+// MarshalJSON writes the name.
+func (s Severity) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// UnmarshalJSON reads the name.
+func (s *Severity) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return err
+	}
+	v, err := ParseSeverity(name)
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// Finding is one problem at one place.
+type Finding struct {
+	Rule        string   `json:"rule"`
+	Severity    Severity `json:"severity"`
+	File        string   `json:"file"`
+	Line        int      `json:"line"`
+	Column      int      `json:"column"`
+	Field       string   `json:"field,omitempty"`
+	Message     string   `json:"message"`
+	Remediation string   `json:"remediation,omitempty"`
+}
+
+// Bundle is the result for one bundle.
+type Bundle struct {
+	// Path is the bundle as the user named it.
+	Path string `json:"path"`
+	// Name is the CSV's name where there is one.
+	Name string `json:"name,omitempty"`
+	// Findings are sorted by file, line, column and rule.
+	Findings []Finding `json:"findings"`
+	// Errors say what could not be read or checked; any makes the exit code 2.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Sort orders the findings deterministically.
+func (b *Bundle) Sort() {
+	sort.SliceStable(b.Findings, func(i, j int) bool {
+		x, y := b.Findings[i], b.Findings[j]
+		switch {
+		case x.File != y.File:
+			return x.File < y.File
+		case x.Line != y.Line:
+			return x.Line < y.Line
+		case x.Column != y.Column:
+			return x.Column < y.Column
+		case x.Rule != y.Rule:
+			return x.Rule < y.Rule
+		}
+		return x.Message < y.Message
+	})
+}
+
+// Report is the result of one run over one or more bundles, in the order
+// the bundles were named.
+type Report struct {
+	Bundles []Bundle `json:"bundles"`
+}
+
+// Counts tallies findings per severity.
+type Counts struct {
+	Error   int `json:"error"`
+	Warning int `json:"warning"`
+	Info    int `json:"info"`
+}
+
+// Counts tallies the findings of every bundle.
+func (r *Report) Counts() Counts {
+	var c Counts
+	for _, b := range r.Bundles {
+		for _, f := range b.Findings {
+			switch f.Severity {
+			case Error:
+				c.Error++
+			case Warning:
+				c.Warning++
+			default:
+				c.Info++
+			}
+		}
+	}
+	return c
+}
+
+// Failed reports whether any bundle could not be checked.
+func (r *Report) Failed() bool {
+	for _, b := range r.Bundles {
+		if len(b.Errors) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Exit codes shared by every command (SPEC section 6).
+const (
+	ExitOK       = 0
+	ExitFindings = 1
+	ExitFailure  = 2
+)
+
+// ExitCode is 2 when something could not be checked, 1 when a finding is
+// at or above failOn, and 0 otherwise.
+func (r *Report) ExitCode(failOn Severity) int {
+	if r.Failed() {
+		return ExitFailure
+	}
+	for _, b := range r.Bundles {
+		for _, f := range b.Findings {
+			if f.Severity >= failOn {
+				return ExitFindings
+			}
+		}
+	}
+	return ExitOK
+}

@@ -1,0 +1,101 @@
+package validate
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+func goldenFile(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(testutil.RepoRoot(), "testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./pkg/validate -update")
+	assert.Equal(t, string(want), got, "golden %s differs; run go test ./pkg/validate -update and review the diff", name)
+}
+
+func textOf(rep *result.Report) string {
+	var b bytes.Buffer
+	for _, bundle := range rep.Bundles {
+		for _, f := range bundle.Findings {
+			fmt.Fprintf(&b, "%s:%d:%d: %s %s: %s\n", f.File, f.Line, f.Column, f.Severity, f.Rule, f.Message)
+		}
+		for _, e := range bundle.Errors {
+			fmt.Fprintf(&b, "%s: ERROR %s\n", bundle.Path, e)
+		}
+	}
+	return b.String()
+}
+
+// TestCorpus validates every real bundle: none may fail to be checked (exit
+// 2), and the findings are pinned in a golden file, each one read by hand
+// when it was first recorded.
+func TestCorpus(t *testing.T) {
+	dirs := testutil.CorpusBundles(t)
+	t.Chdir(testutil.CorpusDir(t))
+	var names []string
+	for _, d := range dirs {
+		names = append(names, filepath.Base(d))
+	}
+	rep := Paths(names, Options{}, bundle.Options{})
+	require.Len(t, rep.Bundles, len(names))
+	for _, b := range rep.Bundles {
+		assert.Empty(t, b.Errors, b.Path)
+		assert.NotEqual(t, "", b.Name)
+	}
+	assert.NotEqual(t, result.ExitFailure, rep.ExitCode(result.Error))
+	goldenFile(t, "corpus-validate.txt", textOf(rep))
+}
+
+// TestCorpusWithStatusSource asks what validate would say if each real
+// operator adopted the contract the way generate would write it: the status
+// source is the initialization resource, where that is a CR the operator
+// owns. This runs every status-source rule against real CRDs and RBAC.
+func TestCorpusWithStatusSource(t *testing.T) {
+	dirs := testutil.CorpusBundles(t)
+	t.Chdir(testutil.CorpusDir(t))
+	var out bytes.Buffer
+	adopted := 0
+	for _, d := range dirs {
+		name := filepath.Base(d)
+		b, err := bundle.Load(name, bundle.Options{})
+		require.NoError(t, err)
+		csv := b.CSV()
+		require.NotNil(t, csv, name)
+		raw, ok := csv.Obj.Annotations[contract.InitializationResourceKey]
+		if !ok {
+			continue
+		}
+		ir, err := parseInitResource(raw)
+		require.NoError(t, err, name)
+		if !ownedGroupKind(csv.Obj, ir.group, ir.kind) {
+			fmt.Fprintf(&out, "# %s: initialization resource %s.%s is not an owned CRD; not adopted\n", name, ir.kind, orCore(ir.group))
+			continue
+		}
+		src := &contract.StatusSource{APIVersion: ir.group + "/" + ir.version, Kind: ir.kind, Name: ir.name, Namespace: ir.namespace}
+		if c := b.FindCRD(ir.group, ir.kind); c != nil && !c.Namespaced() {
+			src.Namespace = ""
+		}
+		csv.Obj.Annotations[contract.AnnotationKey] = src.Marshal()
+		adopted++
+		res := Bundle(b, Options{})
+		fmt.Fprintf(&out, "# %s: %s\n", name, src.Marshal())
+		rep := &result.Report{Bundles: []result.Bundle{res}}
+		out.WriteString(textOf(rep))
+	}
+	assert.GreaterOrEqual(t, adopted, 8, "the corpus has at least 8 bundles whose initialization resource is an owned CR")
+	goldenFile(t, "corpus-with-status-source.txt", out.String())
+}

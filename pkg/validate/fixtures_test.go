@@ -1,0 +1,304 @@
+package validate
+
+// The per-rule fixtures under testdata/bundles/rules/RULE/{fail,pass} are
+// each the good bundle (testdata/bundles/good) with the edits listed here:
+// the table says exactly how each fixture differs from a bundle that passes
+// every rule. `go test ./pkg/validate -run TestRuleFixtures -update`
+// rewrites them; without -update the test fails when a fixture on disk no
+// longer matches its entry, so the two cannot drift apart.
+
+const (
+	csvFile = "manifests/cool-operator.clusterserviceversion.yaml"
+	crdFile = "manifests/cool.operators.corp_cooloperators.yaml"
+	annFile = "metadata/annotations.yaml"
+
+	goodAnnotation = `    operatorframework.io/status-source: '{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator"}'`
+)
+
+type edit struct {
+	file     string
+	old, new string
+}
+
+type fixture struct {
+	rule  string
+	pass  bool
+	edits []edit
+	// add writes files (content "" with a link target creates a symlink).
+	add     map[string]string
+	links   map[string]string
+	remove  []string
+	comment string
+}
+
+// annotation swaps the good annotation for another value.
+func annotation(value string) edit {
+	return edit{csvFile, goodAnnotation, "    operatorframework.io/status-source: '" + value + "'"}
+}
+
+const cool = `"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator"`
+
+var fixtures = []fixture{
+	{rule: "manifest-parse", comment: "an indentation slip in the CSV",
+		edits: []edit{{csvFile, "  displayName: Cool Operator\n  description:", "  displayName: Cool Operator\n   description:"}}},
+	{rule: "manifest-parse", pass: true, comment: "an extra manifest written as JSON",
+		add: map[string]string{"manifests/cool-operator-config.configmap.json": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cool-operator-config"}, "data": {"logLevel": "info"}}` + "\n"}},
+
+	{rule: "status-source-missing", comment: "no status-source annotation",
+		edits: []edit{{csvFile, "    # The operator's own CR carries Upgradeable; OLM reads it there.\n" + goodAnnotation + "\n", ""}}},
+	{rule: "status-source-missing", pass: true, comment: "the annotation as a YAML block scalar",
+		edits: []edit{{csvFile, goodAnnotation, "    operatorframework.io/status-source: |\n      {\"apiVersion\": \"cool.operators.corp/v1beta1\",\n       \"kind\": \"CoolOperator\",\n       \"name\": \"cool-operator\"}"}}},
+
+	{rule: "status-source-invalid", comment: "a misspelt field",
+		edits: []edit{annotation(`{` + cool + `,"condtions":["Upgradeable"]}`)}},
+	{rule: "status-source-invalid", pass: true, comment: "every optional field set",
+		edits: []edit{annotation(`{` + cool + `,"namespace":"cool-system","conditions":["Upgradeable","Degraded"],"whenAbsent":"Block","handshake":{"mode":"None"}}`)}},
+
+	{rule: "status-source-not-owned", comment: "the CRD listed as required instead of owned",
+		edits: []edit{{csvFile, "  customresourcedefinitions:\n    owned:", "  customresourcedefinitions:\n    required:"}}},
+	{rule: "status-source-not-owned", pass: true, comment: "owned at another version of the same group and kind",
+		edits: []edit{{csvFile, "      version: v1beta1\n      kind: CoolOperator", "      version: v1alpha1\n      kind: CoolOperator"}}},
+
+	{rule: "status-source-crd-missing", comment: "the CRD left out of the bundle",
+		remove: []string{crdFile}},
+	{rule: "status-source-crd-missing", pass: true, comment: "a second CRD with the same kind in another group",
+		add: map[string]string{"manifests/legacy.cool.operators.corp_cooloperators.yaml": legacyCRD}},
+
+	{rule: "status-source-version-not-served", comment: "the version is no longer served",
+		edits: []edit{{crdFile, "    served: true", "    served: false"}}},
+	{rule: "status-source-version-not-served", pass: true, comment: "an older unserved version beside the served one",
+		edits: []edit{{crdFile, "  versions:\n  - name: v1beta1", "  versions:\n  - name: v1alpha1\n    served: false\n    storage: false\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n  - name: v1beta1"}}},
+
+	{rule: "status-source-scope-mismatch", comment: "a namespace for a cluster-scoped kind",
+		edits: []edit{
+			{crdFile, "  scope: Namespaced", "  scope: Cluster"},
+			annotation(`{` + cool + `,"namespace":"cool-system"}`),
+		}},
+	{rule: "status-source-scope-mismatch", pass: true, comment: "a namespace for a namespaced kind",
+		edits: []edit{annotation(`{` + cool + `,"namespace":"cool-system"}`)}},
+
+	{rule: "status-subresource-disabled", comment: "no status subresource",
+		edits: []edit{{crdFile, "    subresources:\n      status: {}\n", ""}}},
+	{rule: "status-subresource-disabled", pass: true, comment: "a v1beta1 CRD with the top-level spec.subresources",
+		remove: []string{crdFile}, add: map[string]string{"manifests/cooloperators.crd.yaml": v1beta1CRD}},
+
+	{rule: "conditions-schema-missing", comment: "status without conditions",
+		edits: []edit{{crdFile, conditionsSchema, ""}}},
+	{rule: "conditions-schema-missing", pass: true, comment: "conditions described inside a status that also preserves unknown fields",
+		edits: []edit{{crdFile, "          status:\n            type: object\n", "          status:\n            type: object\n            x-kubernetes-preserve-unknown-fields: true\n"}}},
+
+	{rule: "conditions-observedgeneration-missing", comment: "no observedGeneration anywhere",
+		edits: []edit{
+			{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""},
+			{crdFile, "              observedGeneration:\n                type: integer\n                format: int64\n", ""},
+		}},
+	{rule: "conditions-observedgeneration-missing", pass: true, comment: "only status.observedGeneration, as Strimzi does",
+		edits: []edit{{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""}}},
+
+	{rule: "conditions-list-type", comment: "an atomic conditions list",
+		edits: []edit{{crdFile, "                x-kubernetes-list-type: map\n                x-kubernetes-list-map-keys:\n                - type\n", "                x-kubernetes-list-type: atomic\n"}}},
+	{rule: "conditions-list-type", pass: true, comment: "a map list keyed by type, written in flow style",
+		edits: []edit{{crdFile, "                x-kubernetes-list-map-keys:\n                - type\n", "                x-kubernetes-list-map-keys: [type]\n"}}},
+
+	{rule: "condition-type-spelling", comment: "Upgradable for Upgradeable",
+		edits: []edit{annotation(`{` + cool + `,"conditions":["Upgradable"]}`)}},
+	{rule: "condition-type-spelling", pass: true, comment: "another condition beside Upgradeable",
+		edits: []edit{annotation(`{` + cool + `,"conditions":["Upgradeable","Degraded"]}`)}},
+
+	{rule: "initialization-resource-mismatch", comment: "the console creates a CR of another name",
+		edits: []edit{{csvFile, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`, `"metadata": {"name": "cool-operator-sample"}, "spec": {"storageLayer": "PostgreSQL"}}'`}}},
+	{rule: "initialization-resource-mismatch", pass: true, comment: "the same CR written at another version, in YAML",
+		edits: []edit{{csvFile, `    operatorframework.io/initialization-resource: '{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`,
+			"    operatorframework.io/initialization-resource: |\n      apiVersion: cool.operators.corp/v1alpha1\n      kind: CoolOperator\n      metadata:\n        name: cool-operator\n"}}},
+
+	{rule: "status-rbac-missing", comment: "no permission on cooloperators/status",
+		edits: []edit{{csvFile, "        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - cooloperators/status\n          verbs:\n          - get\n          - update\n          - patch\n", ""}}},
+	{rule: "status-rbac-missing", pass: true, comment: "the status permission granted through clusterPermissions with */status",
+		edits: []edit{
+			{csvFile, "        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - cooloperators/status\n          verbs:\n          - get\n          - update\n          - patch\n", ""},
+			{csvFile, "      deployments:\n", "      clusterPermissions:\n      - serviceAccountName: cool-operator\n        rules:\n        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - '*/status'\n          verbs:\n          - patch\n      deployments:\n"},
+		}},
+
+	{rule: "handshake-request-not-observable", comment: "an annotation request without an ack path (the seed's unsafe flow)",
+		edits: []edit{annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"annotation":"operatorframework.io/upgrade-request"}}}`)}},
+	{rule: "handshake-request-not-observable", pass: true, comment: "an annotation request with the token echoed in status",
+		edits: []edit{annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"annotation":"operatorframework.io/upgrade-request"},"ack":{"statusPath":".status.observedUpgradeRequest"}}}`)}},
+
+	{rule: "handshake-path-missing", comment: "a request path the schema does not define",
+		edits: []edit{annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeToken"}}}`)}},
+	{rule: "handshake-path-missing", pass: true, comment: "a request through a spec field the schema defines",
+		edits: []edit{annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`)}},
+
+	{rule: "manifest-limit", comment: "a YAML alias bomb",
+		add: map[string]string{"manifests/bomb.configmap.yaml": aliasBomb}},
+	{rule: "manifest-limit", pass: true, comment: "a few honest anchors and aliases",
+		add: map[string]string{"manifests/anchors.configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cool-defaults\n  labels: &labels\n    app: cool-operator\n    tier: control-plane\n  annotations:\n    copied-labels: \"true\"\ndata:\n  a: &greeting hello\n  b: *greeting\n"}},
+
+	{rule: "bundle-csv-missing", comment: "no ClusterServiceVersion",
+		remove: []string{csvFile}},
+	{rule: "bundle-csv-missing", pass: true, comment: "the CSV named without the usual suffix",
+		remove: []string{csvFile}, add: map[string]string{"manifests/csv.yaml": "@" + csvFile}},
+
+	{rule: "bundle-multiple-csvs", comment: "a second CSV",
+		add: map[string]string{"manifests/cool-operator.v0.1.0.clusterserviceversion.yaml": "@" + csvFile}},
+	{rule: "bundle-multiple-csvs", pass: true, comment: "a ConfigMap that quotes a CSV in its data",
+		add: map[string]string{"manifests/csv-backup.configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: csv-backup\ndata:\n  csv.yaml: |\n    apiVersion: operators.coreos.com/v1alpha1\n    kind: ClusterServiceVersion\n    metadata:\n      name: cool-operator.v0.1.0\n"}},
+
+	{rule: "bundle-unsupported-kind", comment: "a Deployment beside the CSV",
+		add: map[string]string{"manifests/cool-webhook.deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: cool-webhook\nspec:\n  selector:\n    matchLabels:\n      app: cool-webhook\n  template:\n    metadata:\n      labels:\n        app: cool-webhook\n    spec:\n      containers:\n      - name: webhook\n        image: quay.io/cool-operators-corp/webhook:v0.2.0\n"}},
+	{rule: "bundle-unsupported-kind", pass: true, comment: "a PodMonitor, which registry+v1 allows",
+		add: map[string]string{"manifests/cool-operator.podmonitor.yaml": "apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata:\n  name: cool-operator\nspec:\n  selector:\n    matchLabels:\n      app: cool-operator\n  podMetricsEndpoints:\n  - port: metrics\n"}},
+
+	{rule: "bundle-multi-document", comment: "a ConfigMap appended to the CRD's file",
+		edits: []edit{{crdFile, "                      maxLength: 32768\n", "                      maxLength: 32768\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cool-operator-config\n"}}},
+	{rule: "bundle-multi-document", pass: true, comment: "document separators around a single document",
+		edits: []edit{
+			{crdFile, "apiVersion: apiextensions.k8s.io/v1\n", "---\n# CoolOperator CRD\napiVersion: apiextensions.k8s.io/v1\n"},
+			{crdFile, "                      maxLength: 32768\n", "                      maxLength: 32768\n---\n"},
+		}},
+
+	{rule: "bundle-metadata-missing", comment: "no metadata directory",
+		remove: []string{annFile}},
+	{rule: "bundle-metadata-missing", pass: true, comment: "the annotations file under another name",
+		remove: []string{annFile}, add: map[string]string{"metadata/annotations.yml": "@" + annFile}},
+
+	{rule: "bundle-metadata-invalid", comment: "no channels annotation",
+		edits: []edit{{annFile, "  operators.operatorframework.io.bundle.channels.v1: stable\n", ""}}},
+	{rule: "bundle-metadata-invalid", pass: true, comment: "extra annotations beside the required ones",
+		edits: []edit{{annFile, "  operators.operatorframework.io.bundle.channel.default.v1: stable\n", "  operators.operatorframework.io.bundle.channel.default.v1: stable\n  operators.operatorframework.io.metrics.builder: operator-sdk-v1.39.0\n  operators.operatorframework.io.test.config.v1: tests/scorecard/\n"}}},
+
+	{rule: "bundle-layout", comment: "a subdirectory inside manifests/",
+		add: map[string]string{"manifests/extra/cool-operator-config.configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cool-operator-config\n"}},
+	{rule: "bundle-layout", pass: true, comment: "a README beside manifests/, not inside",
+		add: map[string]string{"README.md": "# cool-operator bundle\n"}},
+
+	{rule: "bundle-symlink-escape", comment: "the CRD is a symlink to a file outside the bundle",
+		remove: []string{crdFile}, links: map[string]string{crdFile: "../../../../good/" + crdFile}},
+	{rule: "bundle-symlink-escape", pass: true, comment: "the CRD is a symlink to a file inside the bundle",
+		remove: []string{crdFile}, add: map[string]string{"crds/cooloperators.yaml": "@" + crdFile}, links: map[string]string{crdFile: "../crds/cooloperators.yaml"}},
+}
+
+const conditionsSchema = `              conditions:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys:
+                - type
+                items:
+                  type: object
+                  required:
+                  - type
+                  - status
+                  - lastTransitionTime
+                  - reason
+                  - message
+                  properties:
+                    type:
+                      type: string
+                      maxLength: 316
+                    status:
+                      type: string
+                      enum:
+                      - "True"
+                      - "False"
+                      - Unknown
+                    observedGeneration:
+                      type: integer
+                      format: int64
+                      minimum: 0
+                    lastTransitionTime:
+                      type: string
+                      format: date-time
+                    reason:
+                      type: string
+                      maxLength: 1024
+                    message:
+                      type: string
+                      maxLength: 32768
+`
+
+const legacyCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: cooloperators.legacy.cool.operators.corp
+spec:
+  group: legacy.cool.operators.corp
+  names:
+    kind: CoolOperator
+    plural: cooloperators
+    singular: cooloperator
+  scope: Namespaced
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+
+const v1beta1CRD = `apiVersion: apiextensions.k8s.io/v1beta1
+kind: CustomResourceDefinition
+metadata:
+  name: cooloperators.cool.operators.corp
+spec:
+  group: cool.operators.corp
+  names:
+    kind: CoolOperator
+    listKind: CoolOperatorList
+    plural: cooloperators
+    singular: cooloperator
+  scope: Namespaced
+  version: v1beta1
+  subresources:
+    status: {}
+  validation:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            storageLayer:
+              type: string
+        status:
+          type: object
+          properties:
+            conditions:
+              type: array
+              x-kubernetes-list-type: map
+              x-kubernetes-list-map-keys:
+              - type
+              items:
+                type: object
+                properties:
+                  type:
+                    type: string
+                  status:
+                    type: string
+                  observedGeneration:
+                    type: integer
+                    format: int64
+                  reason:
+                    type: string
+                  message:
+                    type: string
+`
+
+// aliasBomb is the "billion laughs" attack in YAML: nine levels of nine
+// aliases expand to 9^9 (387 million) strings from a 1 KB file.
+const aliasBomb = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: lol
+data:
+  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+  d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+  e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+  g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+  h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+  i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+`

@@ -1,0 +1,220 @@
+package validate
+
+import (
+	"fmt"
+
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+// Rule is one check: stable data plus the function that finds it.
+type Rule struct {
+	// ID is stable, kebab-case, and never reused for another meaning.
+	ID string
+	// Severity is the default severity of its findings.
+	Severity result.Severity
+	// Summary says when it fires, in one sentence.
+	Summary string
+	// Remediation says how to fix it.
+	Remediation string
+	// Check finds the rule's issues.
+	Check func(*Context) []Issue
+}
+
+// Rules is the registry, in the order SPEC.md section 6 lists the rules,
+// followed by the bundle-format rules. It is built here, explicitly; there
+// is no other place rules come from.
+func Rules() []Rule {
+	return []Rule{
+		{
+			ID:          bundle.CodeParse,
+			Severity:    result.Error,
+			Summary:     "A manifest is not valid YAML or JSON, is not a Kubernetes object, or does not decode into its type.",
+			Remediation: "Fix the syntax at the reported line (run `yq . FILE` to see the parser's view); every manifest needs apiVersion and kind.",
+			Check:       problems(bundle.CodeParse),
+		},
+		{
+			ID:          "status-source-missing",
+			Severity:    result.Info,
+			Summary:     "The CSV declares no status source, so OLM gates upgrades only on the OperatorCondition (an error under --require-status-source).",
+			Remediation: "Run `statuscheck generate -w BUNDLE` to write the operatorframework.io/status-source annotation.",
+			Check:       checkMissing,
+		},
+		{
+			ID:          "status-source-invalid",
+			Severity:    result.Error,
+			Summary:     "The status-source annotation is not a JSON object, lacks a required field, has an unknown field or a value out of range.",
+			Remediation: `Write one JSON object: {"apiVersion":"GROUP/VERSION","kind":"KIND","name":"NAME"} plus the optional namespace, conditions, whenAbsent and handshake fields of SPEC.md section 2.`,
+			Check:       checkInvalid,
+		},
+		{
+			ID:          "status-source-not-owned",
+			Severity:    result.Error,
+			Summary:     "The status source's kind is not among the CSV's spec.customresourcedefinitions.owned.",
+			Remediation: "Add the CRD to spec.customresourcedefinitions.owned, or point the status source at a kind the operator owns.",
+			Check:       checkNotOwned,
+		},
+		{
+			ID:          "status-source-crd-missing",
+			Severity:    result.Error,
+			Summary:     "No CRD in the bundle defines the status source's group and kind.",
+			Remediation: "Ship the CRD in the bundle's manifests/ (operator-sdk: `make bundle`), or fix apiVersion/kind in the annotation.",
+			Check:       checkCRDMissing,
+		},
+		{
+			ID:          "status-source-version-not-served",
+			Severity:    result.Error,
+			Summary:     "The CRD does not have, or does not serve, the status source's version.",
+			Remediation: "Use a version the CRD serves in the annotation's apiVersion, or set served: true on that version.",
+			Check:       checkVersionNotServed,
+		},
+		{
+			ID:          "status-source-scope-mismatch",
+			Severity:    result.Error,
+			Summary:     "The annotation gives a namespace for a cluster-scoped kind.",
+			Remediation: "Drop namespace for a cluster-scoped kind; leave it empty for a namespaced kind that lives in the operator's namespace.",
+			Check:       checkScope,
+		},
+		{
+			ID:          "status-subresource-disabled",
+			Severity:    result.Error,
+			Summary:     "The CRD version has no status subresource, so a status write bumps metadata.generation and observedGeneration can never catch up.",
+			Remediation: "Enable the status subresource (kubebuilder: // +kubebuilder:subresource:status; v1: versions[].subresources.status: {}; v1beta1: spec.subresources.status: {}).",
+			Check:       checkSubresource,
+		},
+		{
+			ID:          "conditions-schema-missing",
+			Severity:    result.Error,
+			Summary:     "The version's schema has no status.conditions array of objects (a warning when status preserves unknown fields: unverifiable).",
+			Remediation: "Add status.conditions as a list of metav1.Condition (kubebuilder: Conditions []metav1.Condition `json:\"conditions,omitempty\"`).",
+			Check:       checkConditionsSchema,
+		},
+		{
+			ID:          "conditions-observedgeneration-missing",
+			Severity:    result.Error,
+			Summary:     "Condition items have no integer observedGeneration, and status has none either, so an outdated condition cannot be told from a fresh one.",
+			Remediation: "Use metav1.Condition, which has observedGeneration, or add status.observedGeneration (type: integer, format: int64) and set it on every status write.",
+			Check:       checkObservedGeneration,
+		},
+		{
+			ID:          "conditions-list-type",
+			Severity:    result.Warning,
+			Summary:     "status.conditions is not x-kubernetes-list-type: map keyed by type, so two conditions of one type can coexist and OLM reads only the first.",
+			Remediation: "Mark the field // +listType=map and // +listMapKey=type (x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [type]).",
+			Check:       checkListType,
+		},
+		{
+			ID:          "condition-type-spelling",
+			Severity:    result.Warning,
+			Summary:     "A condition type is a near miss of Upgradeable (Upgradable, upgradeable, ...), which OLM would never read.",
+			Remediation: "Spell the condition type Upgradeable, as operatorsv1.Upgradeable does.",
+			Check:       checkSpelling,
+		},
+		{
+			ID:          "initialization-resource-mismatch",
+			Severity:    result.Warning,
+			Summary:     "operatorframework.io/initialization-resource names another kind, name or namespace than the status source.",
+			Remediation: "Make the status source the CR the console creates at install time, or update the initialization resource to match.",
+			Check:       checkInitResource,
+		},
+		{
+			ID:          "status-rbac-missing",
+			Severity:    result.Error,
+			Summary:     "No permission in the CSV's install strategy lets the operator update or patch <plural>/status of the status source's group.",
+			Remediation: "Add a rule with apiGroups [GROUP], resources [PLURAL/status], verbs [get, update, patch] (kubebuilder: // +kubebuilder:rbac:groups=GROUP,resources=PLURAL/status,verbs=get;update;patch); clusterPermissions for a cluster-scoped kind.",
+			Check:       checkRBAC,
+		},
+		{
+			ID:          "handshake-request-not-observable",
+			Severity:    result.Error,
+			Summary:     "A RequestAck handshake requests through an annotation but has no ack.statusPath: an annotation does not bump generation, so nothing shows the operator saw the request.",
+			Remediation: `Add "ack": {"statusPath": ".status.observedUpgradeRequest"} and have the operator echo the token it answered there, or request through a spec field (specPath).`,
+			Check:       checkRequestObservable,
+		},
+		{
+			ID:          "handshake-path-missing",
+			Severity:    result.Error,
+			Summary:     "A handshake specPath or statusPath is not defined by the CRD version's schema, so the apiserver would prune the token.",
+			Remediation: "Add the field to the CRD schema (a string or integer), or point the path at an existing field.",
+			Check:       checkHandshakePaths,
+		},
+		{
+			ID:       bundle.CodeLimit,
+			Severity: result.Error,
+			Summary: fmt.Sprintf("A manifest exceeds a documented limit (%d MiB, %d documents, %d levels of nesting, %d alias-expanded nodes) and was not read.",
+				manifest.DefaultLimits.MaxFileSize>>20, manifest.DefaultLimits.MaxDocuments, manifest.DefaultLimits.MaxDepth, manifest.DefaultLimits.MaxAliasNodes),
+			Remediation: "Split or shrink the manifest; no real bundle comes near these limits (etcd refuses objects over about 1.5 MiB).",
+			Check:       problems(bundle.CodeLimit),
+		},
+		{
+			ID:          bundle.CodeCSVMissing,
+			Severity:    result.Error,
+			Summary:     "The bundle has no ClusterServiceVersion (or no manifests at all).",
+			Remediation: "Point statuscheck at a bundle root (manifests/ and metadata/) or its manifests directory, which holds exactly one CSV.",
+			Check:       problems(bundle.CodeCSVMissing),
+		},
+		{
+			ID:          bundle.CodeMultipleCSVs,
+			Severity:    result.Error,
+			Summary:     "The bundle holds more than one ClusterServiceVersion; a bundle is one operator version.",
+			Remediation: "Keep one CSV per bundle; move other versions to their own bundle directories.",
+			Check:       problems(bundle.CodeMultipleCSVs),
+		},
+		{
+			ID:          bundle.CodeUnsupportedKind,
+			Severity:    result.Error,
+			Summary:     "A manifest has a kind operator-registry does not allow in a registry+v1 bundle (Deployment, Namespace, ...).",
+			Remediation: "Move the object into the CSV (deployments, permissions) or out of the bundle; see operator-registry's supported resources.",
+			Check:       problems(bundle.CodeUnsupportedKind),
+		},
+		{
+			ID:          bundle.CodeMultiDocument,
+			Severity:    result.Error,
+			Summary:     "A manifest file holds more than one YAML document; OLM reads only the first.",
+			Remediation: "Put every object in a file of its own.",
+			Check:       problems(bundle.CodeMultiDocument),
+		},
+		{
+			ID:          bundle.CodeMetadataMissing,
+			Severity:    result.Warning,
+			Summary:     "The bundle root has no metadata/annotations.yaml (fine for the old package-manifest layout, fatal for a bundle image).",
+			Remediation: "Run `operator-sdk generate bundle` or `opm alpha bundle generate` to write metadata/annotations.yaml.",
+			Check:       problems(bundle.CodeMetadataMissing),
+		},
+		{
+			ID:          bundle.CodeMetadataInvalid,
+			Severity:    result.Error,
+			Summary:     "metadata/annotations.yaml lacks a required key or has a wrong value, by operator-registry's rules.",
+			Remediation: "Set mediatype registry+v1, manifests manifests/, metadata metadata/, and non-empty package and channels annotations.",
+			Check:       problems(bundle.CodeMetadataInvalid),
+		},
+		{
+			ID:          bundle.CodeLayout,
+			Severity:    result.Error,
+			Summary:     "The manifests directory holds a subdirectory, a hidden file or a special file, which the bundle loaders reject.",
+			Remediation: "Keep only manifest files directly in manifests/.",
+			Check:       problems(bundle.CodeLayout),
+		},
+		{
+			ID:          bundle.CodeSymlink,
+			Severity:    result.Error,
+			Summary:     "A symlink in the bundle points outside it (or nowhere); statuscheck does not follow it and a bundle image cannot carry it.",
+			Remediation: "Replace the symlink with the file itself.",
+			Check:       problems(bundle.CodeSymlink),
+		},
+	}
+}
+
+// problems returns a check that reports the loader's problems of one code.
+func problems(code string) func(*Context) []Issue {
+	return func(ctx *Context) []Issue {
+		var out []Issue
+		for _, p := range ctx.Bundle.Problems {
+			if p.Code == code {
+				out = append(out, Issue{Pos: p.Pos, Field: p.Field, Message: p.Message})
+			}
+		}
+		return out
+	}
+}

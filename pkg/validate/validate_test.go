@@ -1,0 +1,241 @@
+package validate
+
+import (
+	"bytes"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files and generated fixtures")
+
+const testdata = "../../testdata/bundles"
+
+func fixtureDir(f fixture) string {
+	kind := "fail"
+	if f.pass {
+		kind = "pass"
+	}
+	return filepath.Join(testdata, "rules", f.rule, kind)
+}
+
+// materialize builds a fixture from the good bundle into dst.
+func materialize(t *testing.T, f fixture, dst string) {
+	t.Helper()
+	good := filepath.Join(testdata, "good")
+	files := map[string][]byte{}
+	require.NoError(t, filepath.WalkDir(good, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(good, p)
+		data, err := os.ReadFile(p)
+		files[filepath.ToSlash(rel)] = data
+		return err
+	}))
+	for _, r := range f.remove {
+		require.Contains(t, files, r, "fixture %s removes a file the good bundle lacks", f.rule)
+		delete(files, r)
+	}
+	for _, e := range f.edits {
+		data, ok := files[e.file]
+		require.True(t, ok, "fixture %s edits missing file %s", f.rule, e.file)
+		require.Equal(t, 1, bytes.Count(data, []byte(e.old)), "fixture %s: edit must match %s exactly once: %q", f.rule, e.file, e.old)
+		files[e.file] = bytes.Replace(data, []byte(e.old), []byte(e.new), 1)
+	}
+	for name, content := range f.add {
+		if strings.HasPrefix(content, "@") {
+			data, ok := files[content[1:]]
+			if !ok {
+				data, _ = os.ReadFile(filepath.Join(good, content[1:]))
+			}
+			require.NotEmpty(t, data, "fixture %s copies missing %s", f.rule, content[1:])
+			content = string(data)
+		}
+		files[name] = []byte(content)
+	}
+	for name, data := range files {
+		p := filepath.Join(dst, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+	}
+	for name, target := range f.links {
+		p := filepath.Join(dst, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.Symlink(target, p))
+	}
+}
+
+// tree describes a directory: file contents and symlink targets.
+func tree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			out[filepath.ToSlash(rel)] = "symlink -> " + target
+			return err
+		}
+		data, err := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func rulesFired(res result.Bundle) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range res.Findings {
+		if !seen[f.Rule] {
+			seen[f.Rule] = true
+			out = append(out, f.Rule)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// alsoFires lists rules that rightly fire on a fail fixture besides its own.
+var alsoFires = map[string][]string{
+	// A misspelt condition is also an annotation without Upgradeable.
+	"condition-type-spelling": {"status-source-invalid"},
+	// A cluster-scoped kind needs clusterPermissions, which the good bundle lacks.
+	"status-source-scope-mismatch": {"status-rbac-missing"},
+	// Without the CRD, nothing about the status source can be checked, and
+	// the bundle is not what the CSV owns.
+	"status-source-crd-missing": nil,
+	// The parse error hides the CSV, so nothing else is checked.
+	"manifest-parse": nil,
+	// Without a CSV there is no status source to check.
+	"bundle-csv-missing": nil,
+	// The second CSV is the same as the first: it validates clean.
+	"bundle-multiple-csvs": nil,
+	// The escaped CRD is not read, so the status source has no CRD.
+	"bundle-symlink-escape": {"status-source-crd-missing"},
+}
+
+func TestRuleFixtures(t *testing.T) {
+	byRule := map[string][2]bool{}
+	for _, f := range fixtures {
+		have := byRule[f.rule]
+		if f.pass {
+			have[1] = true
+		} else {
+			have[0] = true
+		}
+		byRule[f.rule] = have
+	}
+	for _, r := range Rules() {
+		t.Run(r.ID, func(t *testing.T) {
+			have := byRule[r.ID]
+			assert.True(t, have[0], "rule %s has no failing fixture", r.ID)
+			assert.True(t, have[1], "rule %s has no passing fixture", r.ID)
+		})
+	}
+	ids := map[string]bool{}
+	for _, r := range Rules() {
+		ids[r.ID] = true
+	}
+	for _, f := range fixtures {
+		name := f.rule + "/fail"
+		if f.pass {
+			name = f.rule + "/pass"
+		}
+		t.Run(name, func(t *testing.T) {
+			require.True(t, ids[f.rule], "fixture for unknown rule %s", f.rule)
+			dir := fixtureDir(f)
+			want := t.TempDir()
+			materialize(t, f, want)
+			if *update {
+				require.NoError(t, os.RemoveAll(dir))
+				materialize(t, f, dir)
+			}
+			require.Equal(t, tree(t, want), tree(t, dir), "fixture %s is stale; run go test ./pkg/validate -run TestRuleFixtures -update", dir)
+
+			res := Path(dir, Options{}, bundle.Options{})
+			require.Empty(t, res.Errors)
+			fired := rulesFired(res)
+			if f.pass {
+				assert.Empty(t, res.Findings, "pass fixture %s (%s) should be clean", dir, f.comment)
+				return
+			}
+			expect := append([]string{f.rule}, alsoFires[f.rule]...)
+			sort.Strings(expect)
+			assert.Equal(t, expect, fired, "fail fixture %s (%s): rules fired", dir, f.comment)
+			for _, fd := range res.Findings {
+				assert.NotEmpty(t, fd.File, "finding without a file: %+v", fd)
+				assert.NotEmpty(t, fd.Message)
+				assert.NotEmpty(t, fd.Remediation)
+			}
+		})
+	}
+}
+
+func TestGoodBundleIsClean(t *testing.T) {
+	for _, p := range []string{filepath.Join(testdata, "good"), filepath.Join(testdata, "good", "manifests")} {
+		res := Path(p, Options{RequireStatusSource: true}, bundle.Options{})
+		assert.Empty(t, res.Errors, p)
+		assert.Empty(t, res.Findings, p)
+		assert.Equal(t, "cool-operator.v0.2.0", res.Name)
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range Rules() {
+		assert.False(t, seen[r.ID], "duplicate rule %s", r.ID)
+		seen[r.ID] = true
+		assert.Regexp(t, `^[a-z][a-z0-9]*(-[a-z0-9]+)*$`, r.ID, "rule IDs are kebab-case")
+		assert.NotEmpty(t, r.Summary, r.ID)
+		assert.NotEmpty(t, r.Remediation, r.ID)
+		assert.NotNil(t, r.Check, r.ID)
+		assert.True(t, strings.HasSuffix(r.Summary, "."), "summary of %s is a sentence", r.ID)
+	}
+	// The IDs SPEC.md section 6 requires, with their severities.
+	spec := map[string]result.Severity{
+		"manifest-parse":                        result.Error,
+		"status-source-missing":                 result.Info,
+		"status-source-invalid":                 result.Error,
+		"status-source-not-owned":               result.Error,
+		"status-source-crd-missing":             result.Error,
+		"status-source-version-not-served":      result.Error,
+		"status-source-scope-mismatch":          result.Error,
+		"status-subresource-disabled":           result.Error,
+		"conditions-schema-missing":             result.Error,
+		"conditions-observedgeneration-missing": result.Error,
+		"conditions-list-type":                  result.Warning,
+		"condition-type-spelling":               result.Warning,
+		"initialization-resource-mismatch":      result.Warning,
+		"status-rbac-missing":                   result.Error,
+		"handshake-request-not-observable":      result.Error,
+		"handshake-path-missing":                result.Error,
+	}
+	for id, s := range spec {
+		var found *Rule
+		for _, r := range Rules() {
+			if r.ID == id {
+				r := r
+				found = &r
+			}
+		}
+		if assert.NotNil(t, found, "SPEC rule %s missing from the registry", id) {
+			assert.Equal(t, s, found.Severity, "severity of %s", id)
+		}
+	}
+}
