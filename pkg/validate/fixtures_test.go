@@ -12,6 +12,9 @@ const (
 	crdFile = "manifests/cool.operators.corp_cooloperators.yaml"
 	annFile = "metadata/annotations.yaml"
 
+	// statusRule is the good CSV's permission to write cooloperators/status.
+	statusRule = "        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - cooloperators/status\n          verbs:\n          - get\n          - update\n          - patch\n"
+
 	goodAnnotation = `    operatorframework.io/status-source: '{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator"}'`
 )
 
@@ -112,10 +115,10 @@ var fixtures = []fixture{
 			"    operatorframework.io/initialization-resource: |\n      apiVersion: cool.operators.corp/v1alpha1\n      kind: CoolOperator\n      metadata:\n        name: cool-operator\n"}}},
 
 	{rule: "status-rbac-missing", comment: "no permission on cooloperators/status",
-		edits: []edit{{csvFile, "        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - cooloperators/status\n          verbs:\n          - get\n          - update\n          - patch\n", ""}}},
+		edits: []edit{{csvFile, statusRule, ""}}},
 	{rule: "status-rbac-missing", pass: true, comment: "the status permission granted through clusterPermissions with */status",
 		edits: []edit{
-			{csvFile, "        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - cooloperators/status\n          verbs:\n          - get\n          - update\n          - patch\n", ""},
+			{csvFile, statusRule, ""},
 			{csvFile, "      deployments:\n", "      clusterPermissions:\n      - serviceAccountName: cool-operator\n        rules:\n        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - '*/status'\n          verbs:\n          - patch\n      deployments:\n"},
 		}},
 
