@@ -34,6 +34,7 @@ docs:
 demo:
 	$(GO) run ./cmd/statuscheck validate testdata/bundles/good
 	-$(GO) run ./cmd/statuscheck validate testdata/bundles/rules/status-rbac-missing/fail testdata/bundles/rules/conditions-observedgeneration-missing/fail
+	$(GO) run ./cmd/statuscheck generate -d testdata/bundles/rules/status-source-missing/fail
 
 ## bench: statuscheck against operator-framework/api's loader and validators, same bundles, same run.
 bench:
@@ -43,6 +44,7 @@ bench:
 fuzz:
 	$(GO) test ./pkg/manifest -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/contract -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/generate -run '^$$' -fuzz '^FuzzSetAnnotation$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin

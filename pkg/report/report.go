@@ -16,13 +16,21 @@ import (
 // Text writes one "file:line:col: severity rule: message" line per finding
 // and a summary line.
 func Text(w io.Writer, rep *result.Report) error {
-	ew := &errWriter{w: w}
 	for _, b := range rep.Bundles {
-		for _, f := range b.Findings {
-			ew.printf("%s: %s %s: %s\n", position(f), f.Severity, f.Rule, f.Message)
+		if err := Lines(w, b.Findings); err != nil {
+			return err
 		}
 	}
-	ew.printf("%s\n", summary(rep))
+	_, err := fmt.Fprintf(w, "%s\n", summary(rep))
+	return err
+}
+
+// Lines writes findings one per line, without a summary.
+func Lines(w io.Writer, findings []result.Finding) error {
+	ew := &errWriter{w: w}
+	for _, f := range findings {
+		ew.printf("%s: %s %s: %s\n", position(f), f.Severity, f.Rule, f.Message)
+	}
 	return ew.err
 }
 

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/generate"
+	"github.com/statuscheck/statuscheck/pkg/report"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+func (a *app) generateCommand() *cobra.Command {
+	var (
+		values             generate.Values
+		apiVersion, kind   string
+		name, namespace    string
+		conditions         []string
+		specPath, annoKey  string
+		ackPath            string
+		crds               []string
+		write, diff, check bool
+		force              bool
+		whenAbsent         = newEnum("Allow", "Allow", "Block")
+		handshake          = newEnum("None", "None", "OperatorCondition", "RequestAck")
+		output             = newEnum("yaml", "yaml", "patch")
+	)
+	cmd := &cobra.Command{
+		Use:   "generate PATH...",
+		Short: "Write the status-source annotation into a CSV, changing nothing else",
+		Long: `Generate writes the operatorframework.io/status-source annotation into a
+ClusterServiceVersion. PATH is a bundle root, a manifests directory or a CSV
+file (operator-sdk's config/manifests/bases/NAME.clusterserviceversion.yaml
+too; point --crd at the CRDs it has no copy of).
+
+Flags set the value; what they leave open comes from the current annotation
+when it is valid, else from operatorframework.io/initialization-resource,
+else from the only owned CRD and its alm-examples entry. When that is still
+ambiguous, generate exits 2 and lists the candidates.
+
+Like gofmt: the new CSV goes to stdout; -w writes it in place (atomically);
+-d prints a diff; -o patch prints a JSON 6902 patch for kustomize; --check
+exits 1 when the file is not up to date. Only the annotation changes: every
+other byte (comments, order, quoting, indentation, line endings) stays.
+
+The value is checked with validate's rules against the CRDs at hand first;
+with errors nothing is written and the exit code is 1, unless --force.`,
+		Example: `  statuscheck generate -w bundle/
+  statuscheck generate -d --kind HyperConverged --name kubevirt-hyperconverged bundle/manifests
+  statuscheck generate --check config/manifests/bases/my-operator.clusterserviceversion.yaml --crd config/crd/bases
+  statuscheck generate -o patch bundle/ > config/manifests/status-source-patch.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			str := func(flag string, v string) *string {
+				if f.Changed(flag) {
+					return &v
+				}
+				return nil
+			}
+			values.APIVersion = str("api-version", apiVersion)
+			values.Kind = str("kind", kind)
+			values.Name = str("name", name)
+			values.Namespace = str("namespace", namespace)
+			if f.Changed("conditions") {
+				values.Conditions = conditions
+			}
+			values.WhenAbsent = str("when-absent", whenAbsent.value)
+			values.Handshake = str("handshake", handshake.value)
+			values.RequestSpecPath = str("request-spec-path", specPath)
+			values.RequestAnnotation = str("request-annotation", annoKey)
+			values.AckStatusPath = str("ack-status-path", ackPath)
+			if err := generateConflicts(values, output.value, write, diff, check, len(args)); err != nil {
+				return err
+			}
+			code := result.ExitOK
+			for _, path := range args {
+				c, err := a.generateOne(path, generate.Options{Values: values, CRDs: crds}, output.value, write, diff, check, force)
+				if err != nil {
+					return err
+				}
+				code = max(code, c)
+			}
+			a.code = code
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&apiVersion, "api-version", "", "the status source's GROUP/VERSION")
+	f.StringVar(&kind, "kind", "", "the status source's kind")
+	f.StringVar(&name, "name", "", "the singleton's metadata.name")
+	f.StringVar(&namespace, "namespace", "", "its namespace (namespaced kinds; empty: the operator's namespace)")
+	f.StringSliceVar(&conditions, "conditions", nil, "condition types the gate reads (default Upgradeable)")
+	f.Var(whenAbsent, "when-absent", "verdict while the CR does not exist: Allow or Block")
+	f.Var(handshake, "handshake", "lock flow: None, OperatorCondition or RequestAck")
+	f.StringVar(&specPath, "request-spec-path", "", "RequestAck: the spec field OLM writes its token to (.spec.FIELD)")
+	f.StringVar(&annoKey, "request-annotation", "", "RequestAck: the annotation OLM writes its token to")
+	f.StringVar(&ackPath, "ack-status-path", "", "RequestAck: the status field the operator echoes the token in (.status.FIELD)")
+	f.StringSliceVar(&crds, "crd", nil, "CRD files or directories to check against (repeatable)")
+	f.BoolVarP(&write, "write", "w", false, "write the result to the file instead of stdout")
+	f.BoolVarP(&diff, "diff", "d", false, "print a unified diff instead of the file")
+	f.VarP(output, "output", "o", "yaml (the whole CSV) or patch (a JSON 6902 patch)")
+	f.BoolVar(&check, "check", false, "exit 1 when the file is not up to date (for pre-commit)")
+	f.BoolVar(&force, "force", false, "write even when validate finds errors in the value")
+	return cmd
+}
+
+func generateConflicts(v generate.Values, output string, write, diff, check bool, paths int) error {
+	switch {
+	case check && write:
+		return usagef("--check and -w do not go together: --check never writes")
+	case check && output == "patch":
+		return usagef("--check and -o patch do not go together")
+	case output == "patch" && (write || diff):
+		return usagef("-o patch prints a patch; it does not go with -w or -d")
+	case v.RequestSpecPath != nil && v.RequestAnnotation != nil:
+		return usagef("--request-spec-path and --request-annotation do not go together: OLM writes its token to one place")
+	case v.Handshake != nil && *v.Handshake != string(contract.HandshakeRequestAck) &&
+		(v.RequestSpecPath != nil || v.RequestAnnotation != nil || v.AckStatusPath != nil):
+		return usagef("--request-spec-path, --request-annotation and --ack-status-path need --handshake RequestAck, not %s", *v.Handshake)
+	case v.Handshake != nil && *v.Handshake == string(contract.HandshakeRequestAck) && v.RequestSpecPath == nil && v.RequestAnnotation == nil:
+		return usagef("--handshake RequestAck needs --request-spec-path or --request-annotation")
+	case paths > 1 && !write && !check && !diff:
+		return usagef("several paths need -w, -d or --check; stdout holds one file")
+	}
+	return nil
+}
+
+func (a *app) generateOne(path string, opts generate.Options, output string, write, diff, check, force bool) (int, error) {
+	res, err := generate.Run(path, opts)
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(a.stderr, "statuscheck: %s: note: %s\n", res.File, n)
+	}
+	if err := report.Lines(a.stderr, res.Findings); err != nil {
+		return 0, err
+	}
+	if res.Invalid() && !force && !check {
+		fmt.Fprintf(a.stderr, "statuscheck: %s: the status source %s is invalid (findings above); nothing written (--force writes it anyway)\n", res.File, res.Derivation.Source.Marshal())
+		return result.ExitFindings, nil
+	}
+	code := result.ExitOK
+	if check {
+		if res.Changed() {
+			fmt.Fprintf(a.stdout, "%s: the status-source annotation is not up to date; run: statuscheck generate -w %s\n", res.File, path)
+			code = result.ExitFindings
+		}
+		if res.Invalid() {
+			code = result.ExitFindings
+		}
+		if !diff {
+			return code, nil
+		}
+	}
+	switch {
+	case output == "patch":
+		p, err := generate.Patch(res)
+		if err != nil {
+			return 0, err
+		}
+		_, err = a.stdout.Write(p)
+		return code, err
+	case diff:
+		d, err := generate.Diff(res)
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprint(a.stdout, d)
+	case !write:
+		_, err := a.stdout.Write(res.New)
+		return code, err
+	}
+	if write && res.Changed() {
+		if err := generate.WriteFile(res.File, res.Old, res.New); err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(a.stderr, "statuscheck: %s: wrote the status-source annotation (%s)\n", res.File, res.Derivation.From)
+	}
+	return code, nil
+}

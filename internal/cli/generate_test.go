@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+)
+
+// copyTree copies a directory of the repository into a temporary one.
+func copyTree(t *testing.T, rel string) string {
+	t.Helper()
+	src := filepath.Join(repoRoot, rel)
+	dst := t.TempDir()
+	require.NoError(t, filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(src, p)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, r), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, r), data, info.Mode().Perm())
+	}))
+	return dst
+}
+
+const missingCSV = "testdata/bundles/rules/status-source-missing/fail/manifests/cool-operator.clusterserviceversion.yaml"
+
+func TestGenerate(t *testing.T) {
+	t.Run("stdout", func(t *testing.T) {
+		code, stdout, stderr := run(t, "generate", "testdata/bundles/rules/status-source-missing/fail")
+		require.Equal(t, 0, code, stderr)
+		orig, _ := os.ReadFile(filepath.Join(repoRoot, missingCSV))
+		assert.Equal(t, len(strings.Split(string(orig), "\n"))+1, len(strings.Split(stdout, "\n")))
+		assert.Contains(t, stdout, `    operatorframework.io/status-source: '{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator"}'`)
+	})
+	t.Run("write, then check", func(t *testing.T) {
+		dir := copyTree(t, "testdata/bundles/rules/status-source-missing/fail")
+		code, _, _ := run(t, "generate", "--check", dir)
+		assert.Equal(t, 1, code, "not up to date yet")
+		code, stdout, stderr := run(t, "generate", "-w", dir)
+		require.Equal(t, 0, code, stderr)
+		assert.Empty(t, stdout)
+		assert.Contains(t, stderr, "wrote the status-source annotation (the initialization resource)")
+		code, stdout, _ = run(t, "generate", "--check", dir)
+		assert.Equal(t, 0, code, stdout)
+		code, stdout, _ = run(t, "validate", "--fail-on", "info", dir)
+		assert.Equal(t, 0, code, "the written bundle validates clean:\n%s", stdout)
+		before, _ := os.ReadFile(filepath.Join(dir, "manifests/cool-operator.clusterserviceversion.yaml"))
+		code, _, _ = run(t, "generate", "-w", dir)
+		assert.Equal(t, 0, code)
+		after, _ := os.ReadFile(filepath.Join(dir, "manifests/cool-operator.clusterserviceversion.yaml"))
+		assert.Equal(t, string(before), string(after), "a second -w changes nothing")
+	})
+	t.Run("diff", func(t *testing.T) {
+		code, stdout, _ := run(t, "generate", "-d", "testdata/bundles/rules/status-source-missing/fail")
+		require.Equal(t, 0, code)
+		assert.Contains(t, stdout, "--- "+missingCSV)
+		assert.Contains(t, stdout, "\n+    operatorframework.io/status-source: ")
+		assert.Equal(t, 1, strings.Count(stdout, "\n+ "), "one added line")
+		assert.Equal(t, 0, strings.Count(stdout, "\n-    "), "no removed line")
+		code, stdout, _ = run(t, "generate", "-d", "testdata/bundles/good")
+		assert.Equal(t, 0, code)
+		assert.Empty(t, stdout, "nothing to change, no diff")
+	})
+	t.Run("check prints what is stale", func(t *testing.T) {
+		code, stdout, _ := run(t, "generate", "--check", missingCSV)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stdout, missingCSV+": the status-source annotation is not up to date; run: statuscheck generate -w "+missingCSV)
+	})
+	t.Run("flags change the value", func(t *testing.T) {
+		code, stdout, stderr := run(t, "generate", "--when-absent", "Block", "--handshake", "RequestAck", "--request-spec-path", ".spec.upgradeRequest", "testdata/bundles/good")
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stdout, `"whenAbsent":"Block","handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}'`)
+	})
+	t.Run("the operator-sdk base CSV with --crd", func(t *testing.T) {
+		code, stdout, stderr := run(t, "generate", "--name", "cool-operator", "--crd", "testdata/operator-sdk/config/crd/bases",
+			"testdata/operator-sdk/config/manifests/bases/cool-operator.clusterserviceversion.yaml")
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stdout, "operatorframework.io/status-source: ")
+		assert.Contains(t, stderr, "RBAC was not checked")
+	})
+}
+
+func TestGeneratePatch(t *testing.T) {
+	for _, bundle := range []string{"testdata/bundles/rules/status-source-missing/fail", "testdata/bundles/rules/status-source-invalid/fail"} {
+		t.Run(bundle, func(t *testing.T) {
+			code, patch, stderr := run(t, "generate", "-o", "patch", bundle)
+			require.Equal(t, 0, code, stderr)
+			_, want, _ := run(t, "generate", bundle)
+			csvPath, _ := filepath.Glob(filepath.Join(repoRoot, bundle, "manifests", "*clusterserviceversion*"))
+			require.Len(t, csvPath, 1)
+			orig, err := os.ReadFile(csvPath[0])
+			require.NoError(t, err)
+			origJSON, err := yaml.YAMLToJSON(orig)
+			require.NoError(t, err)
+			p, err := jsonpatch.DecodePatch([]byte(patch))
+			require.NoError(t, err, patch)
+			patched, err := p.Apply(origJSON)
+			require.NoError(t, err)
+			wantJSON, err := yaml.YAMLToJSON([]byte(want))
+			require.NoError(t, err)
+			assert.JSONEq(t, string(wantJSON), string(patched), "the patch does what -w does")
+			var ops []map[string]interface{}
+			require.NoError(t, json.Unmarshal([]byte(patch), &ops))
+			assert.Equal(t, "/metadata/annotations/operatorframework.io~1status-source", ops[0]["path"])
+		})
+	}
+	t.Run("a CSV without annotations", func(t *testing.T) {
+		code, patch, _ := run(t, "generate", "-o", "patch", "--force", "testdata/generate/no-annotations/in.yaml", "--api-version", "a.io/v1", "--kind", "K", "--name", "n")
+		require.Equal(t, 0, code)
+		assert.Contains(t, patch, `"path": "/metadata/annotations"`)
+		assert.Contains(t, patch, `"operatorframework.io/status-source": "{\"apiVersion\":\"a.io/v1\",\"kind\":\"K\",\"name\":\"n\"}"`)
+	})
+}
+
+func TestGenerateRefusesInvalidValues(t *testing.T) {
+	dir := copyTree(t, "testdata/bundles/rules/status-source-missing/fail")
+	csv := filepath.Join(dir, "manifests/cool-operator.clusterserviceversion.yaml")
+	before, _ := os.ReadFile(csv)
+	code, stdout, stderr := run(t, "generate", "-w", "--api-version", "cool.operators.corp/v2", dir)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "error status-source-version-not-served: CRD cooloperators.cool.operators.corp has no version v2")
+	assert.Contains(t, stderr, "nothing written (--force writes it anyway)")
+	after, _ := os.ReadFile(csv)
+	assert.Equal(t, string(before), string(after))
+
+	code, _, _ = run(t, "generate", "-w", "--force", "--api-version", "cool.operators.corp/v2", dir)
+	assert.Equal(t, 0, code)
+	after, _ = os.ReadFile(csv)
+	assert.Contains(t, string(after), `"apiVersion":"cool.operators.corp/v2"`)
+
+	code, stdout, _ = run(t, "generate", "--conditions", "Upgradable", dir)
+	assert.Equal(t, 1, code, "a misspelt condition is invalid")
+	assert.Empty(t, stdout)
+}
+
+func TestGenerateBadInput(t *testing.T) {
+	readOnly := copyTree(t, "testdata/bundles/rules/status-source-missing/fail")
+	roCSV := filepath.Join(readOnly, "manifests/cool-operator.clusterserviceversion.yaml")
+	require.NoError(t, os.Chmod(roCSV, 0o444))
+	broken := filepath.Join(t.TempDir(), "broken.clusterserviceversion.yaml")
+	require.NoError(t, os.WriteFile(broken, []byte("apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: x\n   bad: indent\n"), 0o644))
+	dirCSV := filepath.Join(t.TempDir(), "x.clusterserviceversion.yaml")
+	require.NoError(t, os.Mkdir(dirCSV, 0o755))
+	notCSV := filepath.Join(t.TempDir(), "configmap.yaml")
+	require.NoError(t, os.WriteFile(notCSV, []byte("apiVersion: v1\nkind: ConfigMap\n"), 0o644))
+
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{name: "an unparsable CSV", args: []string{"generate", broken}, stderr: broken + ":5:7: invalid YAML: mapping values are not allowed"},
+		{name: "a CSV that is a directory", args: []string{"generate", dirCSV}, stderr: dirCSV + ": no ClusterServiceVersion found"},
+		{name: "a file that is no CSV", args: []string{"generate", notCSV}, stderr: notCSV + ": no ClusterServiceVersion in the file"},
+		{name: "a missing path", args: []string{"generate", "testdata/nope"}, stderr: "reading testdata/nope: no such file or directory"},
+		{name: "a read-only file with -w", args: []string{"generate", "-w", readOnly}, stderr: roCSV + ": the file is read-only"},
+		{name: "-w with --check", args: []string{"generate", "-w", "--check", readOnly}, stderr: "--check and -w do not go together"},
+		{name: "-o patch with -d", args: []string{"generate", "-o", "patch", "-d", readOnly}, stderr: "-o patch prints a patch"},
+		{name: "both request places", args: []string{"generate", "--handshake", "RequestAck", "--request-spec-path", ".spec.a", "--request-annotation", "a/b", readOnly}, stderr: "do not go together"},
+		{name: "a request without RequestAck", args: []string{"generate", "--handshake", "None", "--request-spec-path", ".spec.a", readOnly}, stderr: "need --handshake RequestAck, not None"},
+		{name: "RequestAck without a request", args: []string{"generate", "--handshake", "RequestAck", readOnly}, stderr: "needs --request-spec-path or --request-annotation"},
+		{name: "a bad --handshake", args: []string{"generate", "--handshake", "Lock", readOnly}, stderr: `"Lock" is not one of None, OperatorCondition, RequestAck`},
+		{name: "a bad --when-absent", args: []string{"generate", "--when-absent", "block", readOnly}, stderr: `"block" is not one of Allow, Block`},
+		{name: "two paths to stdout", args: []string{"generate", readOnly, readOnly}, stderr: "several paths need -w, -d or --check"},
+		{name: "a --crd file without CRDs", args: []string{"generate", "--crd", notCSV, readOnly}, stderr: "--crd " + notCSV + " holds no CustomResourceDefinition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tt.args...)
+			assert.Equal(t, 2, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			assert.Contains(t, stderr, tt.stderr)
+			assert.Empty(t, stdout)
+		})
+	}
+	data, _ := os.ReadFile(roCSV)
+	assert.NotContains(t, string(data), contract.AnnotationKey, "the read-only file is untouched")
+}
+
+func TestGenerateAmbiguousListsCandidates(t *testing.T) {
+	dir := t.TempDir()
+	csv := `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: op.v1
+  annotations:
+    alm-examples: '[{"apiVersion":"a.io/v1","kind":"A","metadata":{"name":"a1"}},{"apiVersion":"b.io/v1","kind":"B","metadata":{"name":"b1"}}]'
+spec:
+  customresourcedefinitions:
+    owned:
+    - {name: as.a.io, version: v1, kind: A}
+    - {name: bs.b.io, version: v1, kind: B}
+`
+	p := filepath.Join(dir, "op.clusterserviceversion.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(csv), 0o644))
+	code, _, stderr := run(t, "generate", p)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "the CSV owns 2 kinds and no initialization resource names one of them; pass --kind (and --name); candidates:")
+	assert.Contains(t, stderr, "--kind A --api-version a.io/v1 --name a1")
+	assert.Contains(t, stderr, "--kind B --api-version b.io/v1 --name b1")
+	code, stdout, stderr := run(t, "generate", "--kind", "B", p)
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, `{"apiVersion":"b.io/v1","kind":"B","name":"b1"}`)
+}

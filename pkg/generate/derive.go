@@ -1,0 +1,367 @@
+package generate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/crd"
+)
+
+// Values are what the user asked for on the command line; nil (or a nil
+// slice) means the flag was not given.
+type Values struct {
+	APIVersion, Kind, Name, Namespace *string
+	Conditions                        []string
+	WhenAbsent                        *string
+	Handshake                         *string
+	RequestSpecPath                   *string
+	RequestAnnotation                 *string
+	AckStatusPath                     *string
+}
+
+func (v Values) identityGiven() bool {
+	return v.APIVersion != nil || v.Kind != nil || v.Name != nil || v.Namespace != nil
+}
+
+// AmbiguousError says the status source cannot be derived, and what it
+// could be.
+type AmbiguousError struct {
+	Reason     string
+	Candidates []string
+}
+
+func (e *AmbiguousError) Error() string {
+	msg := e.Reason
+	if len(e.Candidates) > 0 {
+		msg += "; candidates:\n  " + strings.Join(e.Candidates, "\n  ")
+	}
+	return msg
+}
+
+// Derivation is a status source and where its parts came from.
+type Derivation struct {
+	Source *contract.StatusSource
+	// From says where the CR's identity came from, for the user.
+	From string
+	// Notes are things the user should know about the derivation.
+	Notes []string
+}
+
+type example struct {
+	group, version, kind, name, namespace string
+}
+
+func (e example) apiVersion() string {
+	return schema.GroupVersion{Group: e.group, Version: e.version}.String()
+}
+
+func parseObject(s string) (example, error) {
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(s), &obj); err != nil {
+		return example{}, err
+	}
+	gv, err := schema.ParseGroupVersion(obj.APIVersion)
+	if err != nil {
+		return example{}, err
+	}
+	return example{group: gv.Group, version: gv.Version, kind: obj.Kind, name: obj.Metadata.Name, namespace: obj.Metadata.Namespace}, nil
+}
+
+// almExamples reads the CSV's alm-examples (a JSON, or in the wild YAML,
+// list of CRs).
+func almExamples(csv *v1alpha1.ClusterServiceVersion) []example {
+	raw := csv.Annotations["alm-examples"]
+	if strings.TrimSpace(raw) == "" {
+		return nil
+	}
+	var list []map[string]interface{}
+	if err := yaml.Unmarshal([]byte(raw), &list); err != nil {
+		return nil
+	}
+	var out []example
+	for _, item := range list {
+		data, err := yaml.Marshal(item)
+		if err != nil {
+			continue
+		}
+		if e, err := parseObject(string(data)); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type ownedKind struct {
+	group, kind string
+	versions    []string
+}
+
+// ownedKinds lists the CSV's owned CRDs by group and kind, in order.
+func ownedKinds(csv *v1alpha1.ClusterServiceVersion) []ownedKind {
+	var out []ownedKind
+	idx := map[string]int{}
+	for _, o := range csv.Spec.CustomResourceDefinitions.Owned {
+		_, group, _ := strings.Cut(o.Name, ".")
+		k := group + "/" + o.Kind
+		if i, ok := idx[k]; ok {
+			out[i].versions = append(out[i].versions, o.Version)
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, ownedKind{group: group, kind: o.Kind, versions: []string{o.Version}})
+	}
+	return out
+}
+
+func findCRD(crds []*crd.CRD, group, kind string) *crd.CRD {
+	for _, c := range crds {
+		if c.Group() == group && c.Kind() == kind {
+			return c
+		}
+	}
+	return nil
+}
+
+// Derive works out the status source for a CSV. Flags win; what they leave
+// open comes from the CSV's current annotation when it is valid, else from
+// operatorframework.io/initialization-resource when that names an owned CR,
+// else from the only owned CRD and its alm-examples entry. When that still
+// leaves the CR unknown, the error lists the candidates.
+func Derive(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values) (*Derivation, error) {
+	d := &Derivation{Source: &contract.StatusSource{}}
+	src := d.Source
+	if raw, ok := csv.Annotations[contract.AnnotationKey]; ok {
+		if cur, problems := contract.Parse(raw); cur != nil && len(problems) == 0 {
+			*src = *cur
+			d.From = "the existing annotation"
+		} else if len(problems) > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("the existing annotation is not valid (%s); it is replaced, not amended", problems[0]))
+		}
+	}
+	// Flags naming another kind start from scratch: the old name,
+	// namespace and handshake belong to the old kind.
+	if d.From != "" && (v.Kind != nil && *v.Kind != src.Kind ||
+		v.APIVersion != nil && groupOf(*v.APIVersion) != src.GroupVersion().Group) {
+		*src = contract.StatusSource{}
+		d.From = ""
+	}
+	if d.From == "" {
+		if err := deriveIdentity(csv, crds, v, d); err != nil {
+			return nil, err
+		}
+	}
+	set := func(dst *string, val *string) {
+		if val != nil {
+			*dst = *val
+		}
+	}
+	set(&src.APIVersion, v.APIVersion)
+	set(&src.Kind, v.Kind)
+	set(&src.Name, v.Name)
+	set(&src.Namespace, v.Namespace)
+	if v.Conditions != nil {
+		src.Conditions = v.Conditions
+		if len(v.Conditions) == 1 && v.Conditions[0] == contract.ConditionUpgradeable {
+			src.Conditions = nil // the default, left implicit
+		}
+	}
+	if v.WhenAbsent != nil {
+		src.WhenAbsent = contract.WhenAbsent(*v.WhenAbsent)
+		if src.WhenAbsent == contract.WhenAbsentAllow {
+			src.WhenAbsent = "" // the default
+		}
+	}
+	applyHandshake(src, v)
+	if c := findCRD(crds, src.GroupVersion().Group, src.Kind); c != nil && !c.Namespaced() && v.Namespace == nil {
+		src.Namespace = ""
+	}
+	if src.APIVersion == "" || src.Kind == "" || src.Name == "" {
+		return nil, missing(csv, src)
+	}
+	if d.From == "" {
+		d.From = "the command line"
+	}
+	return d, nil
+}
+
+func groupOf(apiVersion string) string {
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	return gv.Group
+}
+
+func applyHandshake(src *contract.StatusSource, v Values) {
+	if v.Handshake == nil && v.RequestSpecPath == nil && v.RequestAnnotation == nil && v.AckStatusPath == nil {
+		return
+	}
+	h := src.Handshake
+	if h == nil {
+		h = &contract.Handshake{Mode: contract.HandshakeNone}
+	}
+	if v.Handshake != nil {
+		h.Mode = contract.HandshakeMode(*v.Handshake)
+		if h.Mode != contract.HandshakeRequestAck {
+			h.Request, h.Ack = nil, nil
+		}
+	}
+	if v.RequestSpecPath != nil || v.RequestAnnotation != nil {
+		h.Request = &contract.HandshakeRequest{}
+		if v.RequestSpecPath != nil {
+			h.Request.SpecPath = *v.RequestSpecPath
+		}
+		if v.RequestAnnotation != nil {
+			h.Request.Annotation = *v.RequestAnnotation
+		}
+	}
+	if v.AckStatusPath != nil {
+		h.Ack = &contract.HandshakeAck{StatusPath: *v.AckStatusPath}
+	}
+	src.Handshake = h
+	if h.Mode == contract.HandshakeNone && h.Request == nil && h.Ack == nil && v.Handshake != nil {
+		src.Handshake = nil // {"mode":"None"} is the default
+	}
+}
+
+func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values, d *Derivation) error {
+	src := d.Source
+	owned := ownedKinds(csv)
+	isOwned := func(group, kind string) bool {
+		for _, o := range owned {
+			if o.group == group && o.kind == kind {
+				return true
+			}
+		}
+		return false
+	}
+	if !v.identityGiven() || v.Kind == nil && v.APIVersion == nil {
+		if raw, ok := csv.Annotations[contract.InitializationResourceKey]; ok {
+			if e, err := parseObject(raw); err == nil && e.kind != "" && isOwned(e.group, e.kind) {
+				src.APIVersion, src.Kind, src.Name, src.Namespace = e.apiVersion(), e.kind, e.name, e.namespace
+				d.From = "the initialization resource"
+				return nil
+			}
+		}
+	}
+	// Which kind: the flags', else the only owned one.
+	var group, kind string
+	switch {
+	case v.Kind != nil:
+		kind = *v.Kind
+		if v.APIVersion != nil {
+			group = groupOf(*v.APIVersion)
+		} else {
+			for _, o := range owned {
+				if o.kind == kind {
+					group = o.group
+				}
+			}
+		}
+	case v.APIVersion != nil:
+		group = groupOf(*v.APIVersion)
+		var kinds []ownedKind
+		for _, o := range owned {
+			if o.group == group {
+				kinds = append(kinds, o)
+			}
+		}
+		if len(kinds) != 1 {
+			return &AmbiguousError{Reason: fmt.Sprintf("--api-version %s matches %d owned kinds; pass --kind", *v.APIVersion, len(kinds)), Candidates: describeOwned(csv, kinds)}
+		}
+		kind = kinds[0].kind
+	case len(owned) == 1:
+		group, kind = owned[0].group, owned[0].kind
+	case len(owned) == 0:
+		return &AmbiguousError{Reason: "the CSV owns no CRD and has no initialization resource, so there is no status source to derive; pass --api-version, --kind and --name"}
+	default:
+		return &AmbiguousError{Reason: fmt.Sprintf("the CSV owns %d kinds and no initialization resource names one of them; pass --kind (and --name)", len(owned)), Candidates: describeOwned(csv, owned)}
+	}
+	src.Kind = kind
+	// The version and name: from the kind's alm-examples entry.
+	var examples []example
+	for _, e := range almExamples(csv) {
+		if e.kind == kind && (group == "" || e.group == group) {
+			examples = append(examples, e)
+		}
+	}
+	version := ""
+	if c := findCRD(crds, group, kind); c != nil {
+		for _, ver := range c.Versions() {
+			if ver.Storage {
+				version = ver.Name
+			}
+		}
+	}
+	for _, o := range owned {
+		if o.group == group && o.kind == kind && version == "" {
+			version = o.versions[0]
+		}
+	}
+	d.From = "the only owned CRD"
+	if v.Kind != nil || v.APIVersion != nil {
+		d.From = "the command line"
+	}
+	switch {
+	case len(examples) == 1:
+		e := examples[0]
+		group, version = e.group, e.version
+		src.Name, src.Namespace = e.name, e.namespace
+		d.From += " and its alm-examples entry"
+	case len(examples) > 1 && v.Name == nil:
+		var names []string
+		for _, e := range examples {
+			names = append(names, fmt.Sprintf("--name %s (alm-examples: %s %s)", e.name, e.apiVersion(), e.kind))
+		}
+		return &AmbiguousError{Reason: fmt.Sprintf("alm-examples has %d %s examples; pass --name", len(examples), kind), Candidates: names}
+	}
+	if group != "" && version != "" {
+		src.APIVersion = group + "/" + version
+	}
+	return nil
+}
+
+func describeOwned(csv *v1alpha1.ClusterServiceVersion, kinds []ownedKind) []string {
+	examples := almExamples(csv)
+	var out []string
+	for _, o := range kinds {
+		line := fmt.Sprintf("--kind %s --api-version %s/%s", o.kind, o.group, o.versions[0])
+		for _, e := range examples {
+			if e.kind == o.kind && e.group == o.group && e.name != "" {
+				line += " --name " + e.name
+				break
+			}
+		}
+		out = append(out, line)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func missing(csv *v1alpha1.ClusterServiceVersion, src *contract.StatusSource) error {
+	var need []string
+	if src.APIVersion == "" {
+		need = append(need, "--api-version")
+	}
+	if src.Kind == "" {
+		need = append(need, "--kind")
+	}
+	if src.Name == "" {
+		need = append(need, "--name")
+	}
+	reason := fmt.Sprintf("cannot derive the status source's %s; pass %s", strings.Join(need, ", "), strings.Join(need, " and "))
+	if src.Kind != "" && src.Name == "" {
+		reason = fmt.Sprintf("no initialization resource or alm-examples entry names the %s CR; pass --name", src.Kind)
+	}
+	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, ownedKinds(csv))}
+}

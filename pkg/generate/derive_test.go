@@ -1,0 +1,104 @@
+package generate
+
+import (
+	"testing"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+)
+
+func csvWith(annotations map[string]string, owned ...v1alpha1.CRDDescription) *v1alpha1.ClusterServiceVersion {
+	return &v1alpha1.ClusterServiceVersion{
+		ObjectMeta: metav1.ObjectMeta{Name: "op.v1", Annotations: annotations},
+		Spec:       v1alpha1.ClusterServiceVersionSpec{CustomResourceDefinitions: v1alpha1.CustomResourceDefinitions{Owned: owned}},
+	}
+}
+
+var (
+	hco      = v1alpha1.CRDDescription{Name: "hyperconvergeds.hco.kubevirt.io", Version: "v1beta1", Kind: "HyperConverged"}
+	kubevirt = v1alpha1.CRDDescription{Name: "kubevirts.kubevirt.io", Version: "v1", Kind: "KubeVirt"}
+	hcoEx    = `[{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}}]`
+)
+
+func TestDerive(t *testing.T) {
+	tests := []struct {
+		name   string
+		csv    *v1alpha1.ClusterServiceVersion
+		values Values
+		want   string
+		from   string
+		err    string
+		cands  int
+	}{
+		{name: "from the initialization resource",
+			csv:  csvWith(map[string]string{contract.InitializationResourceKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}}`}, hco, kubevirt),
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`, from: "the initialization resource"},
+		{name: "an initialization resource written in YAML",
+			csv:  csvWith(map[string]string{contract.InitializationResourceKey: "apiVersion: hco.kubevirt.io/v1beta1\nkind: HyperConverged\nmetadata:\n  name: hc\n"}, hco),
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc"}`},
+		{name: "an initialization resource that is not owned is passed over",
+			csv:  csvWith(map[string]string{contract.InitializationResourceKey: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`, "alm-examples": hcoEx}, hco),
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`, from: "the only owned CRD and its alm-examples entry"},
+		{name: "the only owned CRD and alm-examples",
+			csv:  csvWith(map[string]string{"alm-examples": hcoEx}, hco),
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`},
+		{name: "the only owned CRD without an example needs a name",
+			csv: csvWith(nil, hco), err: "no initialization resource or alm-examples entry names the HyperConverged CR; pass --name", cands: 1},
+		{name: "the only owned CRD with --name",
+			csv: csvWith(nil, hco), values: Values{Name: strp("hc")},
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc"}`},
+		{name: "several owned kinds are ambiguous",
+			csv: csvWith(map[string]string{"alm-examples": hcoEx}, hco, kubevirt), err: "the CSV owns 2 kinds", cands: 2},
+		{name: "several owned kinds, one chosen by --kind",
+			csv: csvWith(map[string]string{"alm-examples": hcoEx}, hco, kubevirt), values: Values{Kind: strp("HyperConverged")},
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`},
+		{name: "nothing owned",
+			csv: csvWith(nil), err: "the CSV owns no CRD"},
+		{name: "everything from flags",
+			csv:    csvWith(nil),
+			values: Values{APIVersion: strp("a.io/v1"), Kind: strp("K"), Name: strp("n"), Conditions: []string{"Upgradeable", "Ready"}, WhenAbsent: strp("Block"), Handshake: strp("RequestAck"), RequestAnnotation: strp("a.io/req"), AckStatusPath: strp(".status.ack")},
+			want:   `{"apiVersion":"a.io/v1","kind":"K","name":"n","conditions":["Upgradeable","Ready"],"whenAbsent":"Block","handshake":{"mode":"RequestAck","request":{"annotation":"a.io/req"},"ack":{"statusPath":".status.ack"}}}`, from: "the command line"},
+		{name: "an existing annotation is kept and amended",
+			csv:    csvWith(map[string]string{contract.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","whenAbsent":"Block"}`}, hco),
+			values: Values{Handshake: strp("RequestAck"), RequestSpecPath: strp(".spec.upgradeRequest")},
+			want:   `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","whenAbsent":"Block","handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`, from: "the existing annotation"},
+		{name: "--handshake None drops a lock",
+			csv:    csvWith(map[string]string{contract.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","handshake":{"mode":"RequestAck","request":{"specPath":".spec.r"}}}`}, hco),
+			values: Values{Handshake: strp("None")},
+			want:   `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc"}`},
+		{name: "another kind on the command line starts afresh",
+			csv:    csvWith(map[string]string{contract.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","whenAbsent":"Block"}`, "alm-examples": `[{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","metadata":{"name":"kv"}}]`}, hco, kubevirt),
+			values: Values{Kind: strp("KubeVirt")},
+			want:   `{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","name":"kv"}`},
+		{name: "an invalid existing annotation is replaced",
+			csv:  csvWith(map[string]string{contract.AnnotationKey: `{"kind":"HyperConverged","nmae":"x"}`, "alm-examples": hcoEx}, hco),
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`},
+		{name: "two examples of the kind need --name",
+			csv: csvWith(map[string]string{"alm-examples": `[{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"a"}},{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"b"}}]`}, hco),
+			err: "alm-examples has 2 HyperConverged examples; pass --name", cands: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Derive(tt.csv, nil, tt.values)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				var amb *AmbiguousError
+				require.ErrorAs(t, err, &amb)
+				assert.Len(t, amb.Candidates, tt.cands, "candidates: %v", amb.Candidates)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, d.Source.Marshal())
+			if tt.from != "" {
+				assert.Equal(t, tt.from, d.From)
+			}
+			_, problems := contract.Parse(d.Source.Marshal())
+			assert.Empty(t, problems)
+		})
+	}
+}

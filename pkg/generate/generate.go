@@ -1,0 +1,345 @@
+// Package generate writes the status-source annotation into a CSV and
+// changes nothing else in the file: the value is derived (Derive), spliced
+// into the text (SetAnnotation), proven to change only that annotation
+// (Verify), checked with validate's rules against the CRDs at hand, and
+// written atomically (WriteFile).
+package generate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/crd"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/validate"
+)
+
+// Options configure Run.
+type Options struct {
+	Values Values
+	// CRDs are more CRD files or directories (--crd).
+	CRDs []string
+}
+
+// Result is what generate would do to one CSV file.
+type Result struct {
+	// File is the CSV file.
+	File string
+	// Old and New are its text before and after.
+	Old, New []byte
+	// Derivation is the status source and where it came from.
+	Derivation *Derivation
+	// HadAnnotations says whether the CSV had metadata.annotations.
+	HadAnnotations bool
+	// Findings are validate's findings on the new value.
+	Findings []result.Finding
+	// Notes are things the user should know (checks that could not run).
+	Notes []string
+}
+
+// Changed reports whether the file would change.
+func (r *Result) Changed() bool { return !bytes.Equal(r.Old, r.New) }
+
+// Invalid reports whether validate found errors in the new value.
+func (r *Result) Invalid() bool {
+	for _, f := range r.Findings {
+		if f.Severity >= result.Error {
+			return true
+		}
+	}
+	return false
+}
+
+// Run plans the change for path: a bundle root, a manifests directory or a
+// CSV file. It reads but never writes.
+func Run(path string, opts Options) (*Result, error) {
+	file, crds, err := locate(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range opts.CRDs {
+		more, err := loadCRDs(p)
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, more...)
+	}
+	old, err := bundle.OS{}.ReadFile(file, manifest.DefaultLimits.MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", file, err)
+	}
+	_, csv, err := parseCSV(file, old)
+	if err != nil {
+		return nil, err
+	}
+	d, err := Derive(csv, crds, opts.Values)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	res := &Result{File: file, Old: old, Derivation: d, HadAnnotations: csv.Annotations != nil}
+	value := d.Source.Marshal()
+	res.New = old
+	if !upToDate(csv, value) {
+		edit, err := SetAnnotation(old, contract.AnnotationKey, value)
+		if err != nil {
+			return nil, fmt.Errorf("editing %s: %w", file, err)
+		}
+		res.New = edit.Apply(old)
+		if err := Verify(file, old, res.New, contract.AnnotationKey, value); err != nil {
+			return nil, err
+		}
+	}
+	newDoc, newCSV, err := parseCSV(file, res.New)
+	if err != nil {
+		return nil, err
+	}
+	res.Findings, res.Notes = check(file, newDoc, newCSV, crds)
+	res.Notes = append(d.Notes, res.Notes...)
+	return res, nil
+}
+
+// upToDate reports whether the CSV's annotation already says value: it
+// parses cleanly to the same status source (its formatting is the user's).
+func upToDate(csv *v1alpha1.ClusterServiceVersion, value string) bool {
+	raw, ok := csv.Annotations[contract.AnnotationKey]
+	if !ok {
+		return false
+	}
+	cur, problems := contract.Parse(raw)
+	return cur != nil && len(problems) == 0 && cur.Marshal() == value
+}
+
+// locate finds the CSV file and the CRDs beside it.
+func locate(path string) (string, []*crd.CRD, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("reading %s: %w", path, unwrap(err))
+	}
+	if st.IsDir() {
+		b, err := bundle.Load(path, bundle.Options{})
+		if err != nil {
+			return "", nil, err
+		}
+		if err := errors.Join(b.Errors...); err != nil {
+			return "", nil, err
+		}
+		for _, p := range b.Problems {
+			if p.Code == bundle.CodeParse && isCSVFile(p.Pos.File) {
+				return "", nil, fmt.Errorf("%s: %s", p.Pos, p.Message)
+			}
+		}
+		switch len(b.CSVs) {
+		case 0:
+			return "", nil, fmt.Errorf("%s: no ClusterServiceVersion found", path)
+		case 1:
+		default:
+			var files []string
+			for _, c := range b.CSVs {
+				files = append(files, c.Doc.File)
+			}
+			return "", nil, fmt.Errorf("%s holds %d ClusterServiceVersions (%v); name the CSV file", path, len(b.CSVs), files)
+		}
+		return b.CSV().Doc.File, b.CRDs, nil
+	}
+	// A CSV file: the CRDs beside it, if any (a bundle's manifests/ has
+	// them; operator-sdk's config/manifests/bases has none: use --crd).
+	crds, err := crdsIn(filepath.Dir(path), path)
+	if err != nil {
+		return "", nil, err
+	}
+	return path, crds, nil
+}
+
+func isCSVFile(name string) bool {
+	return bytes.Contains(bytes.ToLower([]byte(filepath.Base(name))), []byte("clusterserviceversion"))
+}
+
+func unwrap(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// crdsIn reads the CRDs among the manifest files of dir, skipping skip.
+// Files that are not CRDs, or do not parse, are not its business.
+func crdsIn(dir, skip string) ([]*crd.CRD, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", dir, unwrap(err))
+	}
+	var out []*crd.CRD
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() || !e.Type().IsRegular() || filepath.Clean(p) == filepath.Clean(skip) {
+			continue
+		}
+		switch filepath.Ext(e.Name()) {
+		case ".yaml", ".yml", ".json":
+		default:
+			continue
+		}
+		crds, _ := crdsOfFile(p)
+		out = append(out, crds...)
+	}
+	return out, nil
+}
+
+// loadCRDs reads --crd: a file (every CRD document in it) or a directory.
+func loadCRDs(p string) ([]*crd.CRD, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading --crd %s: %w", p, unwrap(err))
+	}
+	if st.IsDir() {
+		return crdsIn(p, "")
+	}
+	crds, err := crdsOfFile(p)
+	if err != nil {
+		return nil, err
+	}
+	if len(crds) == 0 {
+		return nil, fmt.Errorf("--crd %s holds no CustomResourceDefinition", p)
+	}
+	return crds, nil
+}
+
+func crdsOfFile(p string) ([]*crd.CRD, error) {
+	data, err := bundle.OS{}.ReadFile(p, manifest.DefaultLimits.MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, unwrap(err))
+	}
+	docs, err := manifest.Parse(p, data, manifest.DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	var out []*crd.CRD
+	for _, d := range docs {
+		if k, _ := d.Object()["kind"].(string); k != crd.Kind {
+			continue
+		}
+		c, err := crd.Decode(d)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Pos(), err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// parseCSV finds and decodes the CSV document of a file.
+func parseCSV(file string, data []byte) (*manifest.Document, *v1alpha1.ClusterServiceVersion, error) {
+	docs, err := manifest.Parse(file, data, manifest.DefaultLimits)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, d := range docs {
+		if k, _ := d.Object()["kind"].(string); k == bundle.CSVKind {
+			csv := &v1alpha1.ClusterServiceVersion{}
+			if err := manifest.DecodeInto(d, csv); err != nil {
+				return nil, nil, err
+			}
+			return d, csv, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%s: no ClusterServiceVersion in the file", file)
+}
+
+// Verify proves that new differs from old only in the annotation: parsed
+// the way Kubernetes parses them, every document of new equals the one of
+// old, except that the CSV carries key=value.
+func Verify(file string, old, new []byte, key, value string) error {
+	fail := func(format string, args ...interface{}) error {
+		return fmt.Errorf("%s: generate could not edit the file safely (%s); nothing was written. Please report this with the file", file, fmt.Sprintf(format, args...))
+	}
+	before, err := manifest.Parse(file, old, manifest.DefaultLimits)
+	if err != nil {
+		return err
+	}
+	after, err := manifest.Parse(file, new, manifest.DefaultLimits)
+	if err != nil {
+		return fail("the result does not parse: %v", err)
+	}
+	if len(before) != len(after) {
+		return fail("%d documents became %d", len(before), len(after))
+	}
+	done := false
+	for i := range before {
+		want := before[i].Value
+		if obj := before[i].Object(); !done && obj["kind"] == bundle.CSVKind {
+			want = withAnnotation(obj, key, value)
+			done = true
+		}
+		if !reflect.DeepEqual(normalize(want), normalize(after[i].Value)) {
+			return fail("document %d differs beyond the annotation", i+1)
+		}
+	}
+	if !done {
+		return fail("no ClusterServiceVersion")
+	}
+	return nil
+}
+
+// withAnnotation returns a deep copy of obj with the annotation set.
+func withAnnotation(obj map[string]interface{}, key, value string) map[string]interface{} {
+	var cp map[string]interface{}
+	data, _ := json.Marshal(obj)
+	_ = json.Unmarshal(data, &cp)
+	md, _ := cp["metadata"].(map[string]interface{})
+	if md == nil {
+		md = map[string]interface{}{}
+		cp["metadata"] = md
+	}
+	ann, _ := md["annotations"].(map[string]interface{})
+	if ann == nil {
+		ann = map[string]interface{}{}
+		md["annotations"] = ann
+	}
+	ann[key] = value
+	return cp
+}
+
+// normalize makes numbers comparable across a JSON round trip.
+func normalize(v interface{}) interface{} {
+	data, _ := json.Marshal(v)
+	var out interface{}
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+// check runs validate's rules on the new CSV with the CRDs at hand. With no
+// CRD at all at hand (an operator-sdk base CSV), the CRD checks cannot run:
+// that is a note, not a finding.
+func check(file string, doc *manifest.Document, csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD) ([]result.Finding, []string) {
+	b := &bundle.Bundle{Path: file, Root: filepath.Dir(file), ManifestsDir: filepath.Dir(file),
+		CSVs: []*bundle.CSV{{Doc: doc, Obj: csv}}, CRDs: crds}
+	res := validate.Bundle(b, validate.Options{})
+	// operator-sdk's base CSV has no install strategy yet: `make bundle`
+	// fills it from config/rbac, so RBAC cannot be judged here.
+	base := len(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs) == 0
+	var notes []string
+	var out []result.Finding
+	for _, f := range res.Findings {
+		switch {
+		case len(crds) == 0 && f.Rule == "status-source-crd-missing":
+			notes = append(notes, "no CRD at hand, so the CRD checks (version, status subresource, conditions schema, RBAC) were skipped; pass --crd")
+			continue
+		case base && f.Rule == "status-rbac-missing":
+			notes = append(notes, "the CSV has no install strategy yet (an operator-sdk base CSV), so RBAC was not checked; validate the bundle `make bundle` writes")
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, notes
+}
