@@ -35,16 +35,19 @@ demo:
 	$(GO) run ./cmd/statuscheck validate testdata/bundles/good
 	-$(GO) run ./cmd/statuscheck validate testdata/bundles/rules/status-rbac-missing/fail testdata/bundles/rules/conditions-observedgeneration-missing/fail
 	$(GO) run ./cmd/statuscheck generate -d testdata/bundles/rules/status-source-missing/fail
+	-$(GO) run ./cmd/statuscheck simulate --policy all testdata/traces/seed.yaml
 
 ## bench: statuscheck against operator-framework/api's loader and validators, same bundles, same run.
 bench:
 	$(GO) test ./pkg/validate -run '^$$' -bench . -benchtime 10x -cpu 1,2
+	$(GO) test ./pkg/simulate -run '^$$' -bench ReplayVsDecode -benchtime 1x
 
 ## fuzz: run each fuzz target for FUZZTIME.
 fuzz:
 	$(GO) test ./pkg/manifest -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/contract -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/generate -run '^$$' -fuzz '^FuzzSetAnnotation$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/simulate -run '^$$' -fuzz '^FuzzReadTrace$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin

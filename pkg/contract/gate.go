@@ -165,13 +165,8 @@ func Gate(p Policy, src *StatusSource, o Observation) Decision {
 		}
 		return Decision{Allow, "status source does not exist (whenAbsent: Allow)"}
 	}
-	for i := range o.Overrides {
-		if ov := o.Overrides[i]; ov.Type == ConditionUpgradeable {
-			if ov.Status == StatusTrue {
-				return Decision{Allow, "override Upgradeable=True"}
-			}
-			return Decision{Block, fmt.Sprintf("override Upgradeable=%s", ov.Status)}
-		}
+	if d, ok := Override(o.Overrides); ok {
+		return d
 	}
 	types := []string{ConditionUpgradeable}
 	if src != nil {
@@ -187,6 +182,24 @@ func Gate(p Policy, src *StatusSource, o Observation) Decision {
 		allowed = append(allowed, d.Reason)
 	}
 	return Decision{Allow, strings.Join(allowed, "; ")}
+}
+
+// OverridePrefix starts the reason of a decision an admin override made.
+const OverridePrefix = "override "
+
+// Override applies an OperatorCondition's spec.overrides the way OLM does:
+// the first entry of type Upgradeable decides, True allowing and anything
+// else blocking. ok is false when no override applies.
+func Override(overrides []Condition) (Decision, bool) {
+	for _, ov := range overrides {
+		if ov.Type == ConditionUpgradeable {
+			if ov.Status == StatusTrue {
+				return Decision{Allow, OverridePrefix + "Upgradeable=True"}, true
+			}
+			return Decision{Block, fmt.Sprintf("%sUpgradeable=%s", OverridePrefix, ov.Status)}, true
+		}
+	}
+	return Decision{}, false
 }
 
 // gateOne judges one condition type; ok=false means it blocks.

@@ -1,10 +1,12 @@
 package generate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/assert"
@@ -92,6 +94,9 @@ func FuzzSetAnnotation(f *testing.F) {
 		if len(data) > 1<<16 {
 			return
 		}
+		// A hang is a bug too: report the input rather than stall.
+		wd := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 10s for %q", data)) })
+		defer wd.Stop()
 		if _, err := manifest.Parse("in.yaml", data, manifest.DefaultLimits); err != nil {
 			return
 		}

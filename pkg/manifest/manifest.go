@@ -172,6 +172,18 @@ func Parse(file string, data []byte, lim Limits) (docs []*Document, err error) {
 	}
 }
 
+// Convert turns one node read from a stream (a yaml.v3 Decoder on a
+// reader) into its JSON value with Kubernetes' scalar rules and the limits.
+func Convert(file string, n *yaml.Node, lim Limits) (v interface{}, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Pos: Position{File: file, Line: n.Line, Column: n.Column}, Msg: fmt.Sprintf("cannot convert: %v", r)}
+		}
+	}()
+	c := converter{file: file, lim: lim}
+	return c.value(n, 0)
+}
+
 // checkEncoding rejects what the YAML parser would misreport: binary bytes
 // and text that is neither UTF-8 nor UTF-16 with a byte order mark.
 func checkEncoding(data []byte) string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/simulate"
 	"github.com/statuscheck/statuscheck/pkg/validate"
 )
 
@@ -141,6 +142,15 @@ func RulesMarkdown(w io.Writer, rules []validate.Rule) error {
 		ew.printf("Severity: **%s**\n\n", r.Severity)
 		ew.printf("%s\n\n", r.Summary)
 		ew.printf("Remediation: %s\n", r.Remediation)
+	}
+	ew.printf("\n# statuscheck simulate: violations\n\n")
+	ew.printf("`simulate` reports these on the step where they happen. Those marked per policy are judged for each gate policy (`--policy olm|strict|naive|all`).\n\n")
+	ew.printf("| violation | severity | per policy | meaning |\n|---|---|---|---|\n")
+	for _, k := range simulate.Kinds() {
+		ew.printf("| `%s` | %s | %s | %s |\n", k.ID, k.Severity, map[bool]string{true: "yes", false: "no"}[k.PerPolicy], mdCell(k.Summary))
+	}
+	for _, k := range simulate.Kinds() {
+		ew.printf("\n## %s\n\n%s\n\nRemediation: %s\n", k.ID, k.Summary, k.Remediation)
 	}
 	return ew.err
 }

@@ -1,0 +1,296 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/simulate"
+)
+
+// Timeline writes a replay as text, a row per step, as the steps come: a
+// trace of millions of steps streams through without being held.
+type Timeline struct {
+	w   io.Writer
+	sum *simulate.Summary
+	err error
+}
+
+// NewTimeline writes the header of a run.
+func NewTimeline(w io.Writer, sum *simulate.Summary) *Timeline {
+	t := &Timeline{w: w, sum: sum}
+	name := sum.File
+	if sum.Name != "" {
+		name = fmt.Sprintf("%s (%s)", sum.Name, sum.File)
+	}
+	t.printf("trace:     %s [%s]\n", name, sum.Format)
+	t.printf("source:    %s\n", sum.Source)
+	t.printf("subresource status: %s\n", map[bool]string{true: "on", false: "off (status writes bump generation)"}[sum.StatusSubresource])
+	for _, n := range sum.Notes {
+		t.printf("note:      %s\n", n)
+	}
+	t.printf("\n%-5s %-5s %-8s %-28s %-4s %-16s", "STEP", "LINE", "ACTOR", "ACTION", "GEN", "UPGRADEABLE")
+	for _, p := range sum.Policies {
+		t.printf(" %-6s", p)
+	}
+	t.printf(" VIOLATIONS\n")
+	return t
+}
+
+func (t *Timeline) printf(format string, args ...interface{}) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format, args...)
+	}
+}
+
+// Row writes one step.
+func (t *Timeline) Row(r simulate.Row) error {
+	action := r.Step.Action()
+	if r.Step.Expect != "" {
+		action += " (expect " + string(r.Step.Expect) + ")"
+	}
+	actor := string(r.Step.Actor)
+	gen := fmt.Sprint(r.Generation)
+	if !r.Exists {
+		gen = "-"
+	}
+	t.printf("%-5d %-5s %-8s %-28s %-4s %-16s", r.Outcome.Step, lineOf(r.Step.Line), actor, action, gen, r.Condition)
+	for i := range t.sum.Policies {
+		v := "-"
+		if r.Outcome.Verdicts != nil {
+			v = string(r.Outcome.Verdicts[i].Verdict)
+		}
+		t.printf(" %-6s", v)
+	}
+	t.printf(" %s\n", violationTags(r.Outcome.Violations))
+	return t.err
+}
+
+func lineOf(l int) string {
+	if l == 0 {
+		return "-"
+	}
+	return fmt.Sprint(l)
+}
+
+func violationTags(vs []simulate.Violation) string {
+	var tags []string
+	for _, v := range vs {
+		tag := v.Rule
+		if v.Policy != "" {
+			tag += "(" + string(v.Policy) + ")"
+		}
+		tags = append(tags, tag)
+	}
+	return strings.Join(tags, " ")
+}
+
+// Close writes the violations and the summary.
+func (t *Timeline) Close(sum *simulate.Summary) error {
+	t.printf("\n")
+	for _, v := range sum.Violations {
+		t.printf("%s: %s %s%s at step %d: %s\n", location(v), v.Severity, v.Rule, policyTag(v.Policy), v.Step, v.Message)
+	}
+	if sum.Dropped > 0 {
+		t.printf("... and %d more violations (only the first %d are listed)\n", sum.Dropped, simulate.MaxViolations)
+	}
+	var final []string
+	for i, p := range sum.Policies {
+		if i < len(sum.Final) {
+			final = append(final, fmt.Sprintf("%s %s", p, sum.Final[i].Verdict))
+		}
+	}
+	t.printf("%d steps, %s; gate at the end: %s\n", sum.Steps, countsText(sum.Counts), strings.Join(final, ", "))
+	return t.err
+}
+
+func policyTag(p contract.Policy) string {
+	if p == "" {
+		return ""
+	}
+	return " [" + string(p) + "]"
+}
+
+func location(v simulate.Violation) string {
+	if v.Line > 0 {
+		return fmt.Sprintf("%s:%d", v.File, v.Line)
+	}
+	if v.File != "" {
+		return v.File
+	}
+	return "end of trace"
+}
+
+func countsText(c map[string]int) string {
+	total := 0
+	var parts []string
+	for _, k := range sortedRules(c) {
+		total += c[k]
+		parts = append(parts, fmt.Sprintf("%s %d", k, c[k]))
+	}
+	if total == 0 {
+		return "no violations"
+	}
+	return fmt.Sprintf("%s (%s)", plural(total, "violation", "violations"), strings.Join(parts, ", "))
+}
+
+func sortedRules(c map[string]int) []string {
+	var out []string
+	for k, n := range c {
+		if n > 0 {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SimulationJSON writes a run's summary and violations.
+func SimulationJSON(w io.Writer, sum *simulate.Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(sum)
+}
+
+// MaxHTMLRows bounds the timeline an HTML page shows; past it only steps
+// with violations are kept.
+const MaxHTMLRows = 5000
+
+// HTMLRows collects rows for SimulationHTML within MaxHTMLRows.
+type HTMLRows struct {
+	Rows    []simulate.Row
+	Skipped int
+}
+
+// Add keeps a row if there is room, or if it has violations.
+func (h *HTMLRows) Add(r simulate.Row) error {
+	if len(h.Rows) < MaxHTMLRows || len(r.Outcome.Violations) > 0 {
+		h.Rows = append(h.Rows, r)
+	} else {
+		h.Skipped++
+	}
+	return nil
+}
+
+type htmlRow struct {
+	ID         string
+	Step, Line int
+	Actor      string
+	Action     string
+	Gen        string
+	Condition  string
+	Verdicts   []htmlVerdict
+	Violations []string
+	Bad        bool
+}
+
+type htmlVerdict struct {
+	Verdict, Reason, Class string
+}
+
+type htmlViolation struct {
+	Rule, Policy, Severity, Message, Anchor string
+	Step                                    int
+}
+
+var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>statuscheck simulate: {{.Title}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.4em; }
+dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
+dt { font-weight: bold; }
+code { font-family: ui-monospace, monospace; font-size: .9em; }
+table { border-collapse: collapse; margin-top: 1em; font-size: .9em; }
+th, td { border: 1px solid #ccc; padding: .25em .5em; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; position: sticky; top: 0; }
+td.Allow { background: #dff3df; }
+td.Block { background: #f8dcdc; }
+tr.bad td { border-top: 2px solid #b00; }
+.violation { color: #b00; font-weight: bold; }
+ul.violations li { margin: .3em 0; }
+</style>
+</head>
+<body>
+<h1>statuscheck simulate: {{.Title}}</h1>
+<dl>
+<dt>trace</dt><dd><code>{{.File}}</code> ({{.Format}})</dd>
+<dt>status source</dt><dd><code>{{.Source}}</code></dd>
+<dt>status subresource</dt><dd>{{.Subresource}}</dd>
+<dt>steps</dt><dd>{{.Steps}}</dd>
+<dt>result</dt><dd id="result">{{.Result}}</dd>
+{{range .Notes}}<dt>note</dt><dd>{{.}}</dd>
+{{end}}</dl>
+<h2>Violations</h2>
+{{if .Violations}}<ul class="violations" id="violations">
+{{range .Violations}}<li><a href="#{{.Anchor}}">step {{.Step}}</a>: <span class="violation" data-rule="{{.Rule}}">{{.Rule}}</span>{{if .Policy}} [{{.Policy}}]{{end}} ({{.Severity}}): {{.Message}}</li>
+{{end}}</ul>{{else}}<p id="violations">None.</p>{{end}}
+<h2>Timeline</h2>
+{{if .Skipped}}<p>{{.Skipped}} steps without violations are not shown.</p>{{end}}
+<table id="timeline">
+<thead><tr><th>step</th><th>line</th><th>actor</th><th>action</th><th>generation</th><th>Upgradeable</th>{{range .Policies}}<th>{{.}}</th>{{end}}<th>violations</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr id="{{.ID}}"{{if .Bad}} class="bad"{{end}}><td>{{.Step}}</td><td>{{.Line}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Gen}}</td><td>{{.Condition}}</td>{{range .Verdicts}}<td class="{{.Class}}" title="{{.Reason}}">{{.Verdict}}</td>{{end}}<td>{{range .Violations}}<span class="violation">{{.}}</span> {{end}}</td></tr>
+{{end}}</tbody>
+</table>
+</body>
+</html>
+`))
+
+// SimulationHTML writes a self-contained timeline page.
+func SimulationHTML(w io.Writer, sum *simulate.Summary, rows *HTMLRows) error {
+	data := struct {
+		Title, File, Format, Source, Subresource, Result string
+		Steps, Skipped                                   int
+		Notes                                            []string
+		Policies                                         []contract.Policy
+		Violations                                       []htmlViolation
+		Rows                                             []htmlRow
+	}{
+		Title: sum.Name, File: sum.File, Format: string(sum.Format), Source: sum.Source,
+		Subresource: map[bool]string{true: "on", false: "off"}[sum.StatusSubresource],
+		Result:      countsText(sum.Counts), Steps: sum.Steps, Skipped: rows.Skipped, Notes: sum.Notes, Policies: sum.Policies,
+	}
+	if data.Title == "" {
+		data.Title = sum.File
+	}
+	for _, v := range sum.Violations {
+		data.Violations = append(data.Violations, htmlViolation{Rule: v.Rule, Policy: string(v.Policy), Severity: v.Severity.String(),
+			Message: v.Message, Step: v.Step, Anchor: fmt.Sprintf("step-%d", v.Step)})
+	}
+	for _, r := range rows.Rows {
+		hr := htmlRow{ID: fmt.Sprintf("step-%d", r.Outcome.Step), Step: r.Outcome.Step, Line: r.Step.Line, Actor: string(r.Step.Actor),
+			Action: r.Step.Action(), Gen: fmt.Sprint(r.Generation), Condition: r.Condition, Bad: len(r.Outcome.Violations) > 0}
+		if r.Step.Expect != "" {
+			hr.Action += " (expect " + string(r.Step.Expect) + ")"
+		}
+		if !r.Exists {
+			hr.Gen = "-"
+		}
+		for i := range sum.Policies {
+			v := htmlVerdict{Verdict: "-"}
+			if r.Outcome.Verdicts != nil {
+				d := r.Outcome.Verdicts[i]
+				v = htmlVerdict{Verdict: string(d.Verdict), Reason: d.Reason, Class: string(d.Verdict)}
+			}
+			hr.Verdicts = append(hr.Verdicts, v)
+		}
+		for _, v := range r.Outcome.Violations {
+			tag := v.Rule
+			if v.Policy != "" {
+				tag += " [" + string(v.Policy) + "]"
+			}
+			hr.Violations = append(hr.Violations, tag)
+		}
+		data.Rows = append(data.Rows, hr)
+	}
+	return page.Execute(w, data)
+}

@@ -1,0 +1,160 @@
+package simulate
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+)
+
+// writeTrace writes a native trace of n steps: rounds of a user's spec
+// change, the operator's False and True reports, and OLM's check.
+func writeTrace(tb testing.TB, path string, n int) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	fmt.Fprintf(w, `apiVersion: statuscheck.operatorframework.io/v1alpha1
+kind: StatusTrace
+metadata: {name: generated}
+initial:
+  apiVersion: cool.operators.corp/v1beta1
+  kind: CoolOperator
+  metadata: {name: cool-operator, generation: 1}
+  spec: {storageLayer: PostgreSQL, round: 0}
+  status: {conditions: [{type: Upgradeable, status: "True", reason: OperatorIdle, observedGeneration: 1}]}
+steps:
+`)
+	gen := 1
+	for i := 0; i < n; i++ {
+		switch i % 4 {
+		case 0:
+			gen++
+			fmt.Fprintf(w, "- {actor: user, update: {spec: {round: %d}}}\n", i)
+		case 1:
+			fmt.Fprintf(w, "- {actor: operator, updateStatus: {conditions: [{type: Upgradeable, status: \"False\", reason: Migrating, observedGeneration: %d}]}}\n", gen)
+		case 2:
+			fmt.Fprintf(w, "- {actor: operator, updateStatus: {conditions: [{type: Upgradeable, status: \"True\", reason: OperatorIdle, observedGeneration: %d}]}}\n", gen)
+		case 3:
+			fmt.Fprintf(w, "- {actor: olm, check: {}}\n")
+		}
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func benchConfig() *Config {
+	return &Config{Source: &contract.StatusSource{APIVersion: "cool.operators.corp/v1beta1", Kind: "CoolOperator", Name: "cool-operator"},
+		StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+}
+
+var traceCache = map[int]string{}
+
+func generated(tb testing.TB, n int) string {
+	if p, ok := traceCache[n]; ok {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "statuscheck-bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := filepath.Join(dir, "trace.yaml")
+	writeTrace(tb, p, n)
+	traceCache[n] = p
+	return p
+}
+
+func decodeAll(tb testing.TB, path string) int {
+	t, err := Open(path, OpenOptions{Limits: DefaultLimits})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer t.Close()
+	n := 0
+	for {
+		if _, err := t.Next(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return n
+			}
+			tb.Fatal(err)
+		}
+		n++
+	}
+}
+
+func replayAll(tb testing.TB, path string, emit func(Row) error) *Summary {
+	t, err := Open(path, OpenOptions{Limits: DefaultLimits})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer t.Close()
+	sum, err := Replay(t, benchConfig(), emit)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sum
+}
+
+const benchSteps = 1_000_000
+
+// BenchmarkDecode1M only reads the generated trace: the floor replay is
+// measured against.
+func BenchmarkDecode1M(b *testing.B) {
+	path := generated(b, benchSteps)
+	for b.Loop() {
+		if n := decodeAll(b, path); n != benchSteps {
+			b.Fatalf("decoded %d steps", n)
+		}
+	}
+	b.ReportMetric(float64(benchSteps)*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// BenchmarkReplay1M decodes and replays the same trace through the core.
+func BenchmarkReplay1M(b *testing.B) {
+	path := generated(b, benchSteps)
+	for b.Loop() {
+		if sum := replayAll(b, path, nil); sum.Steps != benchSteps {
+			b.Fatalf("replayed %d steps", sum.Steps)
+		}
+	}
+	b.ReportMetric(float64(benchSteps)*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// BenchmarkReplayVsDecode times both in one iteration and reports the
+// ratio, and the largest heap seen while replaying.
+func BenchmarkReplayVsDecode(b *testing.B) {
+	path := generated(b, benchSteps)
+	var dec, rep time.Duration
+	var maxHeap uint64
+	for b.Loop() {
+		start := time.Now()
+		decodeAll(b, path)
+		dec += time.Since(start)
+		start = time.Now()
+		var ms runtime.MemStats
+		replayAll(b, path, func(r Row) error {
+			if r.Outcome.Step%100_000 == 0 {
+				runtime.ReadMemStats(&ms)
+				maxHeap = max(maxHeap, ms.HeapInuse)
+			}
+			return nil
+		})
+		rep += time.Since(start)
+	}
+	b.ReportMetric(float64(rep)/float64(dec), "replay/decode")
+	b.ReportMetric(float64(benchSteps)*float64(b.N)/rep.Seconds(), "replay-steps/s")
+	b.ReportMetric(float64(maxHeap)/(1<<20), "max-heap-MiB")
+}

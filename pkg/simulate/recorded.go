@@ -1,0 +1,563 @@
+package simulate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+)
+
+// Recorded input is a stream of observations of the CR: full snapshots
+// (kubectl get -w -o json|yaml, with or without --output-watch-events) or
+// audit events. Consecutive observations are diffed into steps: a change
+// of spec (or anything outside metadata and status) is a user's update, a
+// change of status the operator's status write, a change of the handshake's
+// request field OLM's request. The generation each recording carries is
+// checked against the apiserver model.
+
+// recording is one recorded state of the object.
+type recording struct {
+	obj     map[string]interface{} // nil: deleted
+	line    int
+	who     string
+	status  bool // a /status write (audit)
+	deleted bool
+	created bool
+}
+
+// differ turns observations into steps.
+type differ struct {
+	t       *Trace
+	src     *contract.StatusSource
+	prev    map[string]interface{}
+	started bool
+	queue   []Step
+	source  func() (recording, error)
+}
+
+func (d *differ) next() (Step, error) {
+	for len(d.queue) == 0 {
+		ob, err := d.source()
+		if err != nil {
+			return Step{}, err
+		}
+		if err := d.observe(ob); err != nil {
+			return Step{}, err
+		}
+	}
+	st := d.queue[0]
+	d.queue = d.queue[1:]
+	return st, nil
+}
+
+// volatile metadata is bookkeeping the apiserver writes on every change.
+var volatile = map[string]bool{"resourceVersion": true, "managedFields": true, "generation": true,
+	"creationTimestamp": true, "uid": true, "selfLink": true}
+
+func (d *differ) identityCheck(ob recording) error {
+	got := identityOf(ob.obj)
+	want := d.t.Identity
+	if want.Kind == "" {
+		d.t.Identity = got
+		return nil
+	}
+	if got.Kind != want.Kind || got.Name != want.Name || (want.Namespace != "" && got.Namespace != want.Namespace) ||
+		(want.APIVersion != "" && got.APIVersion != "" && groupOf(got.APIVersion) != groupOf(want.APIVersion)) {
+		return &TraceError{File: d.t.File, Line: ob.line, Msg: fmt.Sprintf("a snapshot of another object: %s %s/%s, not %s %s/%s",
+			got.Kind, got.Namespace, got.Name, want.Kind, want.Namespace, want.Name)}
+	}
+	return nil
+}
+
+func groupOf(apiVersion string) string {
+	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
+		return g
+	}
+	return ""
+}
+
+func (d *differ) observe(ob recording) error {
+	step := func(a Actor, v Verb, val map[string]interface{}) Step {
+		return Step{Actor: a, Verb: v, Value: val, File: d.t.File, Line: ob.line, Who: ob.who}
+	}
+	if ob.deleted {
+		if d.prev == nil {
+			return nil // deleting what was never seen: nothing to replay
+		}
+		st := step(ActorUser, VerbDelete, nil)
+		st.Observed = true
+		d.queue = append(d.queue, st)
+		d.prev = nil
+		return nil
+	}
+	if err := d.identityCheck(ob); err != nil {
+		return err
+	}
+	if !d.started {
+		d.started = true
+		if !ob.created {
+			d.t.Initial = ob.obj // the first recording is where the run starts
+			d.prev = ob.obj
+			return nil
+		}
+	}
+	gen := recordedGeneration(ob.obj)
+	if d.prev == nil {
+		st := step(ActorUser, VerbCreate, ob.obj)
+		st.Recorded, st.Observed = gen, true
+		d.queue = append(d.queue, st)
+		d.prev = ob.obj
+		return nil
+	}
+	before, after := NewObject(d.prev), NewObject(ob.obj)
+	var steps []Step
+	// Metadata: the request annotation is OLM's; the rest a user's.
+	metaPatch := diffPatch(cleanMeta(before.Meta), cleanMeta(after.Meta))
+	if req := d.request(); req != nil && req.Annotation != "" {
+		if ann, ok := metaPatch["annotations"].(map[string]interface{}); ok {
+			if tok, ok := ann[req.Annotation]; ok && tok != nil {
+				steps = append(steps, step(ActorOLM, VerbRequest, map[string]interface{}{"token": fmt.Sprint(tok)}))
+				delete(ann, req.Annotation)
+				if len(ann) == 0 {
+					delete(metaPatch, "annotations")
+				}
+			}
+		}
+	}
+	bodyPatch := diffPatch(before.Body, after.Body)
+	if req := d.request(); req != nil && req.SpecPath != "" && len(bodyPatch) > 0 {
+		fields := contract.FieldPath(req.SpecPath)
+		if tok, ok := nestedString(after.Body, fields); ok {
+			if old, _ := nestedString(before.Body, fields); old != tok && onlyPath(bodyPatch, fields) {
+				steps = append(steps, step(ActorOLM, VerbRequest, map[string]interface{}{"token": tok}))
+				bodyPatch = nil
+			}
+		}
+	}
+	if len(metaPatch) > 0 || len(bodyPatch) > 0 {
+		patch := map[string]interface{}{}
+		for k, v := range bodyPatch {
+			patch[k] = v
+		}
+		if len(metaPatch) > 0 {
+			patch["metadata"] = metaPatch
+		}
+		steps = append(steps, step(ActorUser, VerbUpdate, patch))
+	}
+	if !reflect.DeepEqual(before.Status, after.Status) || ob.status {
+		st := step(ActorOperator, VerbUpdateStatus, after.Status)
+		steps = append(steps, st)
+	}
+	if len(steps) == 0 && gen != nil && *gen != before.Generation {
+		// Only the generation moved: replay an empty write so the model
+		// can say what it thinks of that.
+		steps = append(steps, step(ActorUser, VerbUpdate, map[string]interface{}{}))
+	}
+	if len(steps) > 0 {
+		steps[len(steps)-1].Recorded = gen
+		steps[len(steps)-1].Observed = true
+	}
+	d.queue = append(d.queue, steps...)
+	d.prev = ob.obj
+	return nil
+}
+
+func (d *differ) request() *contract.HandshakeRequest {
+	if d.src == nil || d.src.Mode() != contract.HandshakeRequestAck || d.src.Handshake == nil {
+		return nil
+	}
+	return d.src.Handshake.Request
+}
+
+func recordedGeneration(obj map[string]interface{}) *int64 {
+	md, _ := obj["metadata"].(map[string]interface{})
+	if g, ok := toInt(md["generation"]); ok {
+		return &g
+	}
+	return nil
+}
+
+func cleanMeta(m map[string]interface{}) map[string]interface{} {
+	out := map[string]interface{}{}
+	for k, v := range m {
+		if !volatile[k] {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// diffPatch computes the RFC 7386 merge patch that turns a into b.
+func diffPatch(a, b map[string]interface{}) map[string]interface{} {
+	out := map[string]interface{}{}
+	for k, bv := range b {
+		av, ok := a[k]
+		if ok && reflect.DeepEqual(av, bv) {
+			continue
+		}
+		am, aok := av.(map[string]interface{})
+		bm, bok := bv.(map[string]interface{})
+		if aok && bok {
+			out[k] = diffPatch(am, bm)
+			continue
+		}
+		out[k] = bv
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			out[k] = nil
+		}
+	}
+	return out
+}
+
+// onlyPath reports whether a patch changes nothing but one field path.
+func onlyPath(patch map[string]interface{}, fields []string) bool {
+	if len(patch) != 1 {
+		return false
+	}
+	v, ok := patch[fields[0]]
+	if !ok {
+		return false
+	}
+	if len(fields) == 1 {
+		return true
+	}
+	m, ok := v.(map[string]interface{})
+	return ok && onlyPath(m, fields[1:])
+}
+
+// openSnapshots reads a stream of snapshots in JSON or YAML.
+func openSnapshots(t *Trace, br *bufio.Reader) error {
+	t.Recorded = true
+	d := &differ{t: t, src: t.source()}
+	head, _ := br.Peek(1 << 10)
+	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	var pending []recording
+	pop := func() (recording, bool) {
+		if len(pending) == 0 {
+			return recording{}, false
+		}
+		ob := pending[0]
+		pending = pending[1:]
+		return ob, true
+	}
+	if len(head) > 0 && (head[0] == '{' || head[0] == '[') {
+		js := &jsonValues{r: br, line: 1, file: t.File, limit: t.limits.Manifest.MaxFileSize}
+		d.source = func() (recording, error) {
+			for {
+				if ob, ok := pop(); ok {
+					return ob, nil
+				}
+				v, line, err := js.next()
+				if err != nil {
+					return recording{}, err
+				}
+				obs, err := snapshotObservations(t.File, line, v)
+				if err != nil {
+					return recording{}, err
+				}
+				pending = obs
+			}
+		}
+	} else {
+		dec := yaml.NewDecoder(br)
+		d.source = func() (recording, error) {
+			for {
+				if ob, ok := pop(); ok {
+					return ob, nil
+				}
+				var n yaml.Node
+				if err := dec.Decode(&n); err != nil {
+					if errors.Is(err, io.EOF) {
+						return recording{}, io.EOF
+					}
+					return recording{}, &TraceError{File: t.File, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+				}
+				if len(n.Content) == 0 {
+					continue
+				}
+				root := n.Content[0]
+				v, err := manifest.Convert(t.File, root, t.limits.Manifest)
+				if err != nil {
+					return recording{}, err
+				}
+				if v == nil {
+					continue
+				}
+				obs, err := snapshotObservations(t.File, root.Line, v)
+				if err != nil {
+					return recording{}, err
+				}
+				pending = obs
+			}
+		}
+	}
+	t.next = d.next
+	return d.prime()
+}
+
+// prime reads up to the first recording, which is the initial state.
+func (d *differ) prime() error {
+	for !d.started {
+		ob, err := d.source()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return &TraceError{File: d.t.File, Msg: "no snapshot of the object in the input"}
+			}
+			return err
+		}
+		if err := d.observe(ob); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshotObservations reads one JSON/YAML value of a snapshot stream: an
+// object, a watch event ({type, object}) or a List.
+func snapshotObservations(file string, line int, v interface{}) ([]recording, error) {
+	m, ok := v.(map[string]interface{})
+	if !ok {
+		return nil, &TraceError{File: file, Line: line, Msg: "a snapshot must be a Kubernetes object"}
+	}
+	if obj, ok := m["object"].(map[string]interface{}); ok {
+		if typ, _ := m["type"].(string); typ != "" {
+			switch typ {
+			case "DELETED":
+				return []recording{{line: line, deleted: true}}, nil
+			case "BOOKMARK", "ERROR":
+				return nil, nil
+			}
+			return []recording{{obj: obj, line: line}}, nil
+		}
+	}
+	if items, ok := m["items"].([]interface{}); ok && strings.HasSuffix(fmt.Sprint(m["kind"]), "List") {
+		var out []recording
+		for _, it := range items {
+			sub, err := snapshotObservations(file, line, it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		}
+		return out, nil
+	}
+	if _, ok := m["kind"].(string); !ok {
+		return nil, &TraceError{File: file, Line: line, Msg: "a snapshot must be a Kubernetes object (no kind)"}
+	}
+	return []recording{{obj: m, line: line}}, nil
+}
+
+// jsonValues splits a stream into top-level JSON values, knowing the line
+// each starts on.
+type jsonValues struct {
+	r     *bufio.Reader
+	line  int
+	file  string
+	limit int64
+}
+
+func (j *jsonValues) next() (interface{}, int, error) {
+	// Skip whitespace.
+	for {
+		c, err := j.r.ReadByte()
+		if err != nil {
+			return nil, 0, io.EOF
+		}
+		if c == '\n' {
+			j.line++
+			continue
+		}
+		if c == ' ' || c == '\t' || c == '\r' || c == ',' {
+			continue
+		}
+		if c == 0xEF { // a byte order mark
+			_, _ = j.r.Discard(2)
+			continue
+		}
+		_ = j.r.UnreadByte()
+		break
+	}
+	start := j.line
+	var buf bytes.Buffer
+	depth, inStr, esc := 0, false, false
+	for {
+		c, err := j.r.ReadByte()
+		if err != nil {
+			return nil, 0, &TraceError{File: j.file, Line: start, Msg: "unexpected end of input inside a JSON value"}
+		}
+		buf.WriteByte(c)
+		if j.limit > 0 && int64(buf.Len()) > j.limit {
+			return nil, 0, &TraceError{File: j.file, Line: start, Msg: fmt.Sprintf("a JSON value over the %d-byte limit", j.limit)}
+		}
+		if c == '\n' {
+			j.line++
+		}
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		}
+		if depth == 0 && !inStr {
+			if buf.Len() == 1 && c != '}' && c != ']' {
+				return nil, 0, &TraceError{File: j.file, Line: start, Msg: fmt.Sprintf("expected a JSON object, found %q", c)}
+			}
+			break
+		}
+	}
+	var v interface{}
+	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, 0, &TraceError{File: j.file, Line: start, Msg: "invalid JSON: " + err.Error()}
+	}
+	return numbers(v), start, nil
+}
+
+// numbers turns json.Numbers into int64 or float64, as an unstructured
+// object holds them.
+func numbers(v interface{}) interface{} {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		for k, x := range t {
+			t[k] = numbers(x)
+		}
+	case []interface{}:
+		for i, x := range t {
+			t[i] = numbers(x)
+		}
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i
+		}
+		f, _ := t.Float64()
+		return f
+	}
+	return v
+}
+
+// openAudit reads audit.k8s.io/v1 Events (JSON lines at RequestResponse
+// level) and keeps the writes to the status source.
+func openAudit(t *Trace, br *bufio.Reader) error {
+	t.Recorded = true
+	id := t.Identity
+	if id.Name == "" || id.Kind == "" {
+		return &TraceError{File: t.File, Msg: "an audit log needs the status source to pick its object out: give --bundle, or --crd with --source"}
+	}
+	d := &differ{t: t, src: t.source()}
+	js := &jsonValues{r: br, line: 1, file: t.File, limit: t.limits.Manifest.MaxFileSize}
+	d.source = func() (recording, error) {
+		for {
+			v, line, err := js.next()
+			if err != nil {
+				return recording{}, err
+			}
+			ob, ok, err := auditObservation(t.File, line, v, id)
+			if err != nil {
+				return recording{}, err
+			}
+			if ok {
+				return ob, nil
+			}
+		}
+	}
+	t.next = d.next
+	return d.prime()
+}
+
+func str(m map[string]interface{}, keys ...string) string {
+	var cur interface{} = m
+	for _, k := range keys {
+		mm, ok := cur.(map[string]interface{})
+		if !ok {
+			return ""
+		}
+		cur = mm[k]
+	}
+	s, _ := cur.(string)
+	return s
+}
+
+// auditObservation reads one audit event; ok is false for events about
+// other objects, reads, failed requests and earlier stages.
+func auditObservation(file string, line int, v interface{}, id Identity) (recording, bool, error) {
+	ev, isMap := v.(map[string]interface{})
+	if !isMap || str(ev, "kind") != "Event" || !strings.HasPrefix(str(ev, "apiVersion"), "audit.k8s.io/") {
+		return recording{}, false, &TraceError{File: file, Line: line, Msg: "not an audit.k8s.io Event"}
+	}
+	if stage := str(ev, "stage"); stage != "" && stage != "ResponseComplete" {
+		return recording{}, false, nil
+	}
+	if str(ev, "objectRef", "name") != id.Name || str(ev, "objectRef", "apiGroup") != id.group() {
+		return recording{}, false, nil
+	}
+	if id.Namespace != "" && str(ev, "objectRef", "namespace") != id.Namespace {
+		return recording{}, false, nil
+	}
+	if id.Plural != "" && str(ev, "objectRef", "resource") != id.Plural {
+		return recording{}, false, nil
+	}
+	if rs, ok := ev["responseStatus"].(map[string]interface{}); ok {
+		if code, ok := toInt(rs["code"]); ok && (code < 200 || code >= 300) {
+			return recording{}, false, nil
+		}
+	}
+	ob := recording{line: line, who: str(ev, "user", "username")}
+	verb := str(ev, "verb")
+	switch verb {
+	case "create", "update", "patch":
+	case "delete":
+		if resp, ok := ev["responseObject"].(map[string]interface{}); ok && str(resp, "kind") == id.Kind {
+			ob.obj = resp // graceful deletion: the object lives on with a deletionTimestamp
+			return ob, true, nil
+		}
+		ob.deleted = true
+		return ob, true, nil
+	default:
+		return recording{}, false, nil // reads
+	}
+	resp, ok := ev["responseObject"].(map[string]interface{})
+	if !ok {
+		return recording{}, false, &TraceError{File: file, Line: line, Msg: fmt.Sprintf("a %s of %s has no responseObject: record audit events at level RequestResponse", verb, id.Name)}
+	}
+	ob.obj = resp
+	ob.status = str(ev, "objectRef", "subresource") == "status"
+	ob.created = verb == "create"
+	return ob, true, nil
+}
+
+func (t *Trace) source() *contract.StatusSource { return t.Source }
+
+func compactJSON(v interface{}) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+// sortedKeys is for stable output.
+func sortedKeys(m map[string]interface{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,263 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/crd"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+// Row is one step of a replay, for the timeline.
+type Row struct {
+	Step    Step
+	Outcome Outcome
+	// Exists, Generation and Condition describe the CR after the step.
+	Exists     bool
+	Generation int64
+	Condition  string
+	Token      int64
+}
+
+// MaxViolations bounds the violations a Summary keeps; the rest are
+// counted only, so memory does not grow with a trace's length.
+const MaxViolations = 10_000
+
+// Summary is the result of a run.
+type Summary struct {
+	File   string `json:"file"`
+	Name   string `json:"name,omitempty"`
+	Format Format `json:"format"`
+	// Source is the status source, as its annotation value.
+	Source            string            `json:"source"`
+	StatusSubresource bool              `json:"statusSubresource"`
+	Policies          []contract.Policy `json:"policies"`
+	Steps             int               `json:"steps"`
+	Violations        []Violation       `json:"violations"`
+	// Dropped counts violations beyond MaxViolations.
+	Dropped int `json:"dropped,omitempty"`
+	// Counts tallies violations per rule.
+	Counts map[string]int `json:"counts"`
+	// Final is the gate's verdict per policy after the last step.
+	Final []contract.Decision `json:"final"`
+	// Notes say what was assumed.
+	Notes []string `json:"notes,omitempty"`
+}
+
+func (s *Summary) add(vs ...Violation) {
+	for _, v := range vs {
+		s.Counts[v.Rule]++
+		if len(s.Violations) < MaxViolations {
+			s.Violations = append(s.Violations, v)
+		} else {
+			s.Dropped++
+		}
+	}
+}
+
+// ExitCode is 1 when a violation is at or above failOn, else 0.
+func (s *Summary) ExitCode(failOn result.Severity) int {
+	for id, n := range s.Counts {
+		if n > 0 && kindOf(id).Severity >= failOn {
+			return result.ExitFindings
+		}
+	}
+	return result.ExitOK
+}
+
+// NewSummary starts the summary of a run: what is known before the first
+// step.
+func NewSummary(t *Trace, cfg *Config) *Summary {
+	return &Summary{File: t.File, Name: t.Name, Format: t.Format, Source: cfg.Source.Marshal(),
+		StatusSubresource: cfg.StatusSubresource, Policies: cfg.Policies, Counts: map[string]int{}, Violations: []Violation{}}
+}
+
+// Replay runs a trace through the core. emit, when set, is called after
+// every step; rows are not kept, so a long trace replays in constant
+// memory.
+func Replay(t *Trace, cfg *Config, emit func(Row) error) (*Summary, error) {
+	sum := NewSummary(t, cfg)
+	s := Initial(cfg, t.Initial, t.OperatorCondition)
+	for {
+		st, err := t.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return sum, err
+		}
+		var out Outcome
+		s, out, err = Next(cfg, s, st)
+		if err != nil {
+			return sum, err
+		}
+		sum.add(out.Violations...)
+		if emit != nil {
+			if err := emit(RowOf(s, st, out)); err != nil {
+				return sum, err
+			}
+		}
+	}
+	sum.Steps = s.Steps
+	sum.add(Finish(cfg, s)...)
+	for _, p := range cfg.Policies {
+		sum.Final = append(sum.Final, gate(cfg, &s, p))
+	}
+	return sum, nil
+}
+
+// RowOf describes the state after a step.
+func RowOf(s State, st Step, out Outcome) Row {
+	r := Row{Step: st, Outcome: out, Exists: s.CR.Exists, Generation: s.CR.Generation, Token: s.Token}
+	if !s.CR.Exists {
+		r.Condition = "(no CR)"
+		return r
+	}
+	c := contract.Find(s.CR.Conditions, contract.ConditionUpgradeable)
+	if c == nil {
+		r.Condition = "-"
+		return r
+	}
+	og := c.ObservedGeneration
+	if og == nil {
+		og = s.CR.StatusOG
+	}
+	r.Condition = fmt.Sprintf("%s og=%s", c.Status, fmtOG(og))
+	return r
+}
+
+// Context is what a run is judged against: the status source and whether
+// its CRD has the status subresource.
+type Context struct {
+	Source            *contract.StatusSource
+	StatusSubresource *bool
+	Plural            string
+	// From says where the context came from.
+	From string
+}
+
+// ContextFromBundle takes the status source from a bundle's CSV and the
+// generation rules from its CRD.
+func ContextFromBundle(dir string) (*Context, error) {
+	b, err := bundle.Load(dir, bundle.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(b.Errors...); err != nil {
+		return nil, err
+	}
+	csv := b.CSV()
+	if csv == nil {
+		return nil, fmt.Errorf("%s: no ClusterServiceVersion", dir)
+	}
+	raw, ok := csv.Obj.Annotations[contract.AnnotationKey]
+	if !ok {
+		return nil, fmt.Errorf("%s: the CSV %s declares no status source (run statuscheck generate)", csv.Doc.File, csv.Obj.Name)
+	}
+	src, problems := contract.Parse(raw)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%s: the status-source annotation is invalid: %s (run statuscheck validate)", csv.Doc.File, problems[0])
+	}
+	gv := src.GroupVersion()
+	c := b.FindCRD(gv.Group, src.Kind)
+	if c == nil {
+		return nil, fmt.Errorf("%s: no CRD in the bundle defines %s in group %s", dir, src.Kind, gv.Group)
+	}
+	return contextFor(src, c, "bundle "+dir)
+}
+
+func contextFor(src *contract.StatusSource, c *crd.CRD, from string) (*Context, error) {
+	v := c.Version(src.GroupVersion().Version)
+	if v == nil {
+		return nil, fmt.Errorf("CRD %s has no version %s", c.Name(), src.GroupVersion().Version)
+	}
+	sub := v.StatusSubresource
+	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), From: from}, nil
+}
+
+// ParseSourceRef reads API_VERSION/KIND/NAME or API_VERSION/KIND/NAMESPACE/NAME.
+func ParseSourceRef(ref string) (*contract.StatusSource, error) {
+	parts := strings.Split(ref, "/")
+	src := &contract.StatusSource{}
+	switch len(parts) {
+	case 4:
+		src.APIVersion, src.Kind, src.Name = parts[0]+"/"+parts[1], parts[2], parts[3]
+	case 5:
+		src.APIVersion, src.Kind, src.Namespace, src.Name = parts[0]+"/"+parts[1], parts[2], parts[3], parts[4]
+	default:
+		return nil, fmt.Errorf("--source %q is not GROUP/VERSION/KIND/NAME (or GROUP/VERSION/KIND/NAMESPACE/NAME)", ref)
+	}
+	if problems := contract.Check(src); len(problems) > 0 {
+		return nil, fmt.Errorf("--source %q: %s", ref, problems[0])
+	}
+	return src, nil
+}
+
+// ContextFromCRD serves operators deployed without OLM: the CRD file and
+// the object's reference.
+func ContextFromCRD(file, ref string) (*Context, error) {
+	src, err := ParseSourceRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	data, err := bundle.OS{}.ReadFile(file, manifest.DefaultLimits.MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading --crd %s: %w", file, err)
+	}
+	docs, err := manifest.Parse(file, data, manifest.DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	gv := src.GroupVersion()
+	var kinds []string
+	for _, d := range docs {
+		if k, _ := d.Object()["kind"].(string); k != crd.Kind {
+			continue
+		}
+		c, err := crd.Decode(d)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Pos(), err)
+		}
+		if c.Group() == gv.Group && c.Kind() == src.Kind {
+			return contextFor(src, c, "--crd "+filepath.Base(file))
+		}
+		kinds = append(kinds, c.Kind()+"."+c.Group())
+	}
+	return nil, fmt.Errorf("--crd %s defines no %s in group %s (it has %s)", file, src.Kind, gv.Group, strings.Join(kinds, ", "))
+}
+
+// Config builds a run's configuration: the command line's context first,
+// then the trace's own, then what the trace's object shows, with the
+// status subresource assumed on (and said so).
+func (c *Context) Config(t *Trace, policies []contract.Policy, primary contract.Policy) (*Config, []string, error) {
+	cfg := &Config{Policies: policies, Primary: primary, Continuous: t.Recorded}
+	var notes []string
+	switch {
+	case c != nil && c.Source != nil:
+		cfg.Source = c.Source
+	case t.Source != nil:
+		cfg.Source = t.Source
+	case t.Initial != nil:
+		id := identityOf(t.Initial)
+		cfg.Source = &contract.StatusSource{APIVersion: id.APIVersion, Kind: id.Kind, Name: id.Name}
+		notes = append(notes, fmt.Sprintf("no status source given: reading %s %s with the default contract (Upgradeable, no handshake); use --bundle or --crd with --source", id.Kind, id.Name))
+	default:
+		return nil, nil, &TraceError{File: t.File, Msg: "no status source: give --bundle, or --crd with --source"}
+	}
+	switch {
+	case c != nil && c.StatusSubresource != nil:
+		cfg.StatusSubresource = *c.StatusSubresource
+	case t.StatusSubresource != nil:
+		cfg.StatusSubresource = *t.StatusSubresource
+	default:
+		cfg.StatusSubresource = true
+		notes = append(notes, "no CRD given: assuming the status subresource is on")
+	}
+	return cfg, notes, nil
+}

@@ -1,0 +1,102 @@
+package simulate
+
+import (
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+// Violation IDs (SPEC.md section 7), plus check-expectation for a trace's
+// own assertions.
+const (
+	RuleUnsafeApproval           = "unsafe-approval"
+	RuleUpgradeWhileBlocked      = "upgrade-while-blocked"
+	RuleFutureObservedGeneration = "future-observed-generation"
+	RuleGenerationModelMismatch  = "generation-model-mismatch"
+	RuleDuplicateCondition       = "duplicate-condition"
+	RuleNeverUpgradeable         = "never-upgradeable"
+	RuleLockBroken               = "lock-broken"
+	RuleUnacknowledgedUpgrade    = "unacknowledged-upgrade"
+	RuleCheckExpectation         = "check-expectation"
+)
+
+// Kind is a violation's registry entry.
+type Kind struct {
+	ID          string
+	Severity    result.Severity
+	Summary     string
+	Remediation string
+	// PerPolicy is set when the violation depends on the gate policy.
+	PerPolicy bool
+}
+
+// Kinds is the registry of violations, in SPEC order.
+func Kinds() []Kind {
+	return []Kind{
+		{RuleUnsafeApproval, result.Error, "The gate allowed (at a check or an upgrade) although the condition in hand was not a fresh True, or the operator's first report for that generation, made at or after the approval, is False.",
+			"Gate on a fresh Upgradeable=True only: keep observedGeneration on every condition and never approve an outdated one (OLM since operator-lifecycle-manager PR 2160).", true},
+		{RuleUpgradeWhileBlocked, result.Error, "An upgrade step happened while the policy's verdict was Block: the check and the replacement are separate steps, and something changed in between.",
+			"Use a handshake (RequestAck with a spec request, or an annotation request with an ack status path) so that the operator defers new work once it has said True.", true},
+		{RuleFutureObservedGeneration, result.Error, "A condition's observedGeneration (or status.observedGeneration) is above metadata.generation, which no apiserver produces.",
+			"Set observedGeneration from the object the reconcile read (obj.GetGeneration()), never from a counter of your own.", false},
+		{RuleGenerationModelMismatch, result.Error, "A recorded generation change contradicts the apiserver's rules for this CRD (a status write that bumped generation means the status subresource is off).",
+			"Enable the status subresource, or give simulate the CRD the cluster really has (--crd / --bundle).", false},
+		{RuleDuplicateCondition, result.Warning, "Two conditions of the same type in one status; OLM reads the first (meta.FindStatusCondition).",
+			"Update conditions with meta.SetStatusCondition and make status.conditions a map list keyed by type.", false},
+		{RuleNeverUpgradeable, result.Warning, "The run ends with the gate blocked although the operator's last report is True: a stuck gate.",
+			"Make observedGeneration able to catch up (status subresource on; report the generation the reconcile read).", true},
+		{RuleLockBroken, result.Error, "Handshake: having acknowledged the current request with True, the operator reported Upgradeable other than True before the upgrade (it started work it had promised to defer).",
+			"Once the operator has answered a request with True, defer migrations until the upgrade happens or the request is withdrawn.", false},
+		{RuleUnacknowledgedUpgrade, result.Error, "Handshake: the upgrade happened without an acknowledgement of the current request.",
+			"Gate on the answer to the request: a spec request (specPath), or an annotation request with ack.statusPath echoing the token.", false},
+		{RuleCheckExpectation, result.Error, "A check step's expect: differs from the primary policy's verdict.",
+			"Fix the trace's expectation, or the operator behaviour it describes.", false},
+	}
+}
+
+func kindOf(id string) Kind {
+	for _, k := range Kinds() {
+		if k.ID == id {
+			return k
+		}
+	}
+	return Kind{ID: id, Severity: result.Error}
+}
+
+// Evidence is the state a violation was found in.
+type Evidence struct {
+	Generation         int64  `json:"generation"`
+	Condition          string `json:"condition,omitempty"`
+	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	Token              int64  `json:"token,omitempty"`
+}
+
+// Violation is one finding of a run.
+type Violation struct {
+	Rule     string          `json:"rule"`
+	Severity result.Severity `json:"severity"`
+	// Policy is set for violations that depend on the gate policy.
+	Policy   contract.Policy `json:"policy,omitempty"`
+	Step     int             `json:"step"`
+	File     string          `json:"file,omitempty"`
+	Line     int             `json:"line,omitempty"`
+	Message  string          `json:"message"`
+	Evidence Evidence        `json:"evidence"`
+}
+
+func violation(id string, p contract.Policy, st Step, step int, s State, msg string) Violation {
+	k := kindOf(id)
+	v := Violation{Rule: id, Severity: k.Severity, Step: step, File: st.File, Line: st.Line, Message: msg}
+	if k.PerPolicy {
+		v.Policy = p
+	}
+	v.Evidence.Generation = s.CR.Generation
+	v.Evidence.Token = s.Token
+	if c := contract.Find(s.CR.Conditions, contract.ConditionUpgradeable); c != nil {
+		v.Evidence.Condition = c.Status
+		v.Evidence.ObservedGeneration = c.ObservedGeneration
+		if c.ObservedGeneration == nil {
+			v.Evidence.ObservedGeneration = s.CR.StatusOG
+		}
+	}
+	return v
+}
