@@ -36,11 +36,12 @@ demo:
 	-$(GO) run ./cmd/statuscheck validate testdata/bundles/rules/status-rbac-missing/fail testdata/bundles/rules/conditions-observedgeneration-missing/fail
 	$(GO) run ./cmd/statuscheck generate -d testdata/bundles/rules/status-source-missing/fail
 	-$(GO) run ./cmd/statuscheck simulate --policy all testdata/traces/seed.yaml
+	-$(GO) run ./cmd/statuscheck simulate --explore --bundle testdata/bundles/handshake/request-annotation
 
 ## bench: statuscheck against operator-framework/api's loader and validators, same bundles, same run.
 bench:
 	$(GO) test ./pkg/validate -run '^$$' -bench . -benchtime 10x -cpu 1,2
-	$(GO) test ./pkg/simulate -run '^$$' -bench ReplayVsDecode -benchtime 1x
+	$(GO) test ./pkg/simulate -run '^$$' -bench 'ReplayVsDecode|Explore' -benchtime 1x
 
 ## fuzz: run each fuzz target for FUZZTIME.
 fuzz:

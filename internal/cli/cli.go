@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
@@ -39,6 +41,14 @@ type app struct {
 	stdout, stderr io.Writer
 	// code is the exit code a command decided on.
 	code int
+	// progressShown is set while a progress line is on stderr.
+	progressShown bool
+}
+
+// isTerminal reports whether w is a terminal (progress is shown only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // usageError marks errors in how statuscheck was called.

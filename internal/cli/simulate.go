@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +18,10 @@ type simulateFlags struct {
 	bundleDir, crdFile, source string
 	policy, format, output     *enumFlag
 	failOn                     *enumFlag
+	explore                    bool
+	depth                      int
+	timeout                    time.Duration
+	counterexamples            string
 }
 
 func (a *app) simulateCommand() *cobra.Command {
@@ -25,7 +32,7 @@ func (a *app) simulateCommand() *cobra.Command {
 		failOn: newEnum("error", "error", "warning", "info"),
 	}
 	cmd := &cobra.Command{
-		Use:   "simulate TRACE",
+		Use:   "simulate TRACE | simulate --explore",
 		Short: "Replay a recorded generation/condition sequence under OLM's gate",
 		Long: `Simulate replays a trace of the status-source CR and reports every moment
 an upgrade would have been approved on outdated or wrong information.
@@ -42,13 +49,45 @@ The status source and the CRD's generation rules come from --bundle, or from
 Policies (SPEC section 4): olm is OLM's isOperatorUpgradeable applied to
 the CR; strict allows only a fresh True; naive ignores observedGeneration,
 as OLM did before operator-lifecycle-manager PR 2160. --policy all shows
-them side by side.`,
+them side by side.
+
+With --explore there is no TRACE: simulate builds a model of three actors
+from the status source and its handshake (a user changing the spec, an
+operator that migrates on some changes and defers once it has answered a
+request, OLM requesting, checking and replacing in separate steps) and
+searches every interleaving breadth-first up to --depth, reporting each
+violation once with its shortest trace. --write-counterexamples writes
+those as StatusTraces that simulate replays to the same violation.`,
 		Example: `  statuscheck simulate testdata/traces/seed.yaml --policy all
   statuscheck simulate --bundle bundle/ recorded.json
   statuscheck simulate --crd config/crd/bases/cool.yaml --source cool.operators.corp/v1beta1/CoolOperator/cool-operator audit.log
-  statuscheck simulate -o html testdata/traces/seed.yaml > timeline.html`,
-		Args: cobra.ExactArgs(1),
+  statuscheck simulate -o html testdata/traces/seed.yaml > timeline.html
+  statuscheck simulate --explore --bundle testdata/bundles/handshake/request-spec --policy all`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.explore {
+				if len(args) != 0 {
+					return usagef("--explore takes no TRACE: it builds the traces itself")
+				}
+				if f.bundleDir == "" && f.crdFile == "" {
+					return usagef("--explore needs the status source: --bundle, or --crd with --source")
+				}
+				if f.output.value == "html" {
+					return usagef("--explore writes text or json")
+				}
+				code, err := a.runExplore(f)
+				if err != nil {
+					return err
+				}
+				a.code = code
+				return nil
+			}
+			if len(args) != 1 {
+				return usagef("simulate needs a TRACE (or --explore)")
+			}
+			if cmd.Flags().Changed("depth") || f.counterexamples != "" || cmd.Flags().Changed("timeout") {
+				return usagef("--depth, --timeout and --write-counterexamples go with --explore")
+			}
 			code, err := a.runSimulate(args[0], f)
 			if err != nil {
 				return err
@@ -65,6 +104,10 @@ them side by side.`,
 	fl.Var(f.format, "format", "trace format: auto, trace, snapshots or audit")
 	fl.VarP(f.output, "output", "o", "output: text (a timeline), json or html")
 	fl.Var(f.failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
+	fl.BoolVar(&f.explore, "explore", false, "search every interleaving of the lock protocol instead of replaying a trace")
+	fl.IntVar(&f.depth, "depth", simulate.DefaultDepth, "--explore: the most steps a trace may take")
+	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this long (0: no limit), reporting what was found")
+	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into this directory")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "source")
 	cmd.MarkFlagsRequiredTogether("crd", "source")
@@ -139,4 +182,152 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 		}
 	}
 	return sum.ExitCode(failOn), nil
+}
+
+func (a *app) context(f simulateFlags) (*simulate.Context, error) {
+	switch {
+	case f.bundleDir != "":
+		return simulate.ContextFromBundle(f.bundleDir)
+	case f.crdFile != "":
+		return simulate.ContextFromCRD(f.crdFile, f.source)
+	}
+	return nil, nil
+}
+
+type exploreJSON struct {
+	Source            string              `json:"source"`
+	StatusSubresource bool                `json:"statusSubresource"`
+	Results           []exploreResultJSON `json:"results"`
+}
+
+type exploreResultJSON struct {
+	Policy          string                        `json:"policy"`
+	States          int                           `json:"states"`
+	Depth           int                           `json:"depth"`
+	Exhausted       bool                          `json:"exhausted"`
+	Stopped         bool                          `json:"stopped,omitempty"`
+	ElapsedMillis   int64                         `json:"elapsedMillis"`
+	Counterexamples []simulate.CounterexampleJSON `json:"counterexamples"`
+}
+
+func (a *app) runExplore(f simulateFlags) (int, error) {
+	sctx, err := a.context(f)
+	if err != nil {
+		return 0, err
+	}
+	failOn, _ := result.ParseSeverity(f.failOn.value)
+	pols, _ := policies(f.policy.value)
+	out := exploreJSON{Source: sctx.Source.Marshal(), StatusSubresource: *sctx.StatusSubresource}
+	if f.output.value == "text" {
+		fmt.Fprintf(a.stdout, "explore: %s\nstatus subresource: %s; depth limit %d\n", out.Source,
+			map[bool]string{true: "on", false: "off"}[out.StatusSubresource], f.depth)
+	}
+	code := result.ExitOK
+	for _, p := range pols {
+		cfg := &simulate.Config{Source: sctx.Source, StatusSubresource: *sctx.StatusSubresource, Policies: []contract.Policy{p}, Primary: p}
+		ctx := context.Background()
+		if f.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, f.timeout)
+			defer cancel()
+		}
+		res, err := simulate.Explore(ctx, cfg, simulate.ExploreOptions{Depth: f.depth, Progress: a.progress(string(p))})
+		a.clearProgress()
+		if err != nil {
+			return 0, err
+		}
+		var files []string
+		if f.counterexamples != "" {
+			if files, err = simulate.WriteCounterexamples(f.counterexamples, cfg, res); err != nil {
+				return 0, err
+			}
+		}
+		rj := exploreResultJSON{Policy: string(p), States: res.States, Depth: res.Depth, Exhausted: res.Exhausted, Stopped: res.Stopped,
+			ElapsedMillis: res.Elapsed.Milliseconds(), Counterexamples: []simulate.CounterexampleJSON{}}
+		for i, c := range res.Counterexamples {
+			cj := simulate.CounterexampleJSON{Violation: c.Violation}
+			for _, st := range c.Steps {
+				cj.Steps = append(cj.Steps, simulate.StepJSON(st))
+			}
+			if i < len(files) {
+				cj.File = files[i]
+			}
+			rj.Counterexamples = append(rj.Counterexamples, cj)
+			if c.Violation.Severity >= failOn {
+				code = result.ExitFindings
+			}
+		}
+		out.Results = append(out.Results, rj)
+		if f.output.value == "text" {
+			a.exploreText(res, files)
+		}
+	}
+	if f.output.value == "json" {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return 0, err
+		}
+	}
+	return code, nil
+}
+
+func (a *app) exploreText(res *simulate.ExploreResult, files []string) {
+	how := "depth limit reached"
+	switch {
+	case res.Exhausted:
+		how = "every reachable state explored"
+	case res.Stopped:
+		how = "stopped early"
+	}
+	fmt.Fprintf(a.stdout, "\npolicy %s: %d states, depth %d (%s), %s\n", res.Policy, res.States, res.Depth, how, res.Elapsed.Round(time.Millisecond))
+	if len(res.Counterexamples) == 0 {
+		fmt.Fprintf(a.stdout, "  no violation\n")
+	}
+	for i, c := range res.Counterexamples {
+		v := c.Violation
+		tag := ""
+		if v.Policy != "" {
+			tag = " [" + string(v.Policy) + "]"
+		}
+		fmt.Fprintf(a.stdout, "  %s %s%s in %d steps: %s\n", v.Severity, v.Rule, tag, len(c.Steps), v.Message)
+		for j, st := range c.Steps {
+			fmt.Fprintf(a.stdout, "    %2d. %s\n", j+1, describeStep(st))
+		}
+		if i < len(files) {
+			fmt.Fprintf(a.stdout, "    written to %s\n", files[i])
+		}
+	}
+}
+
+func describeStep(st simulate.Step) string {
+	s := fmt.Sprintf("%-8s %s", st.Actor, st.Action())
+	switch st.Verb {
+	case simulate.VerbUpdate, simulate.VerbUpdateStatus, simulate.VerbCreate:
+		if st.Value != nil {
+			data, _ := json.Marshal(st.Value)
+			s += " " + string(data)
+		}
+	}
+	return s
+}
+
+// progress shows a long search on stderr when stderr is a terminal, and
+// stays quiet otherwise (CI logs).
+func (a *app) progress(label string) func(simulate.ExploreProgress) {
+	if !isTerminal(a.stderr) {
+		return nil
+	}
+	return func(p simulate.ExploreProgress) {
+		fmt.Fprintf(a.stderr, "\r\033[Kexplore %s: depth %d, %d states", label, p.Depth, p.States)
+		a.progressShown = true
+	}
+}
+
+func (a *app) clearProgress() {
+	if a.progressShown {
+		fmt.Fprint(a.stderr, "\r\033[K")
+		a.progressShown = false
+	}
 }

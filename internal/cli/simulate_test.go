@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,6 +21,8 @@ const (
 	coolRef   = "cool.operators.corp/v1beta1/CoolOperator/cool-operator"
 	coolNSRef = "cool.operators.corp/v1beta1/CoolOperator/cool-system/cool-operator"
 )
+
+var timings = regexp.MustCompile(`(\), )[0-9.]+(ms|s|µs)\n`)
 
 var simulateCases = []struct {
 	name string
@@ -214,5 +217,88 @@ func TestSimulateBadInput(t *testing.T) {
 			assert.Equal(t, 2, code, stderr)
 			assert.Contains(t, stderr, tt.stderr)
 		})
+	}
+}
+
+func TestExplore(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		golden string
+	}{
+		{"none, every policy", []string{"--bundle", "testdata/bundles/handshake/none", "--policy", "all"}, 1, "explore-none.txt"},
+		{"a spec request", []string{"--bundle", "testdata/bundles/handshake/request-spec"}, 0, "explore-request-spec.txt"},
+		{"an annotation request without an ack", []string{"--bundle", "testdata/bundles/handshake/request-annotation"}, 1, "explore-request-annotation.txt"},
+		{"an annotation request with an ack", []string{"--bundle", "testdata/bundles/handshake/request-annotation-ack"}, 0, ""},
+		{"the OperatorCondition flow", []string{"--bundle", "testdata/bundles/handshake/operatorcondition", "--policy", "all"}, 1, ""},
+		{"without OLM, from a CRD", []string{"--crd", goodCRD, "--source", coolRef, "--depth", "6"}, 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, append([]string{"simulate", "--explore"}, tt.args...)...)
+			assert.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			assert.Empty(t, stderr, "no progress on a non-terminal")
+			if tt.golden != "" {
+				// Timings vary; everything else is pinned.
+				golden(t, filepath.Join("simulate", tt.golden), timings.ReplaceAllString(stdout, "${1}TIME\n"))
+			}
+			code, js, _ := run(t, append([]string{"simulate", "--explore", "-o", "json"}, tt.args...)...)
+			assert.Equal(t, tt.code, code)
+			var out struct {
+				Results []struct {
+					Policy          string `json:"policy"`
+					States          int    `json:"states"`
+					Depth           int    `json:"depth"`
+					Counterexamples []struct {
+						Violation simulate.Violation `json:"violation"`
+						Steps     []json.RawMessage  `json:"steps"`
+					} `json:"counterexamples"`
+				} `json:"results"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(js), &out))
+			require.NotEmpty(t, out.Results)
+			for _, r := range out.Results {
+				assert.Positive(t, r.States)
+				for _, c := range r.Counterexamples {
+					assert.NotEmpty(t, c.Steps)
+					assert.NotEmpty(t, c.Violation.Rule)
+				}
+			}
+		})
+	}
+}
+
+func TestExploreWritesReplayableCounterexamples(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, _ := run(t, "simulate", "--explore", "--bundle", "testdata/bundles/handshake/request-annotation", "--write-counterexamples", dir)
+	require.Equal(t, 1, code)
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		assert.Contains(t, stdout, "written to "+f)
+		rule := strings.TrimSuffix(strings.SplitN(filepath.Base(f), "-", 2)[1], "-olm.yaml")
+		out := simulateJSON(t, f)
+		assert.Positive(t, out.Counts[rule], "replaying %s shows %s: %v", f, rule, out.Counts)
+		out = simulateJSON(t, "--bundle", "testdata/bundles/handshake/request-annotation", f)
+		assert.Positive(t, out.Counts[rule], "also against the bundle")
+	}
+}
+
+func TestExploreUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"simulate", "--explore", "testdata/traces/seed.yaml", "--bundle", "testdata/bundles/good"}, "--explore takes no TRACE"},
+		{[]string{"simulate", "--explore"}, "--explore needs the status source"},
+		{[]string{"simulate", "--depth", "3", "testdata/traces/seed.yaml"}, "go with --explore"},
+		{[]string{"simulate"}, "simulate needs a TRACE"},
+		{[]string{"simulate", "--explore", "-o", "html", "--bundle", "testdata/bundles/good"}, "--explore writes text or json"},
+	} {
+		code, _, stderr := run(t, tt.args...)
+		assert.Equal(t, 2, code, "%v", tt.args)
+		assert.Contains(t, stderr, tt.stderr)
 	}
 }

@@ -1,0 +1,112 @@
+package simulate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// TraceYAML renders steps as a native StatusTrace that `statuscheck
+// simulate` replays to the same violations: the explorer's initial state,
+// the status source and the generation rules it ran with, and one step per
+// line.
+func TraceYAML(name, comment string, cfg *Config, initial, oc map[string]interface{}, steps []Step) []byte {
+	var b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimSpace(comment), "\n") {
+		fmt.Fprintf(&b, "# %s\n", line)
+	}
+	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\n", TraceAPIVersion, TraceKind)
+	fmt.Fprintf(&b, "metadata: {name: %s}\n", name)
+	fmt.Fprintf(&b, "statusSource: %s\n", cfg.Source.Marshal())
+	fmt.Fprintf(&b, "statusSubresource: %v\n", cfg.StatusSubresource)
+	fmt.Fprintf(&b, "initial: %s\n", compactJSON(initial))
+	if oc != nil {
+		fmt.Fprintf(&b, "operatorCondition: %s\n", compactJSON(oc))
+	}
+	b.WriteString("steps:\n")
+	for _, st := range steps {
+		b.WriteString("- " + stepYAML(st) + "\n")
+	}
+	return b.Bytes()
+}
+
+func stepYAML(st Step) string {
+	parts := []string{"actor: " + string(st.Actor)}
+	if st.Target != TargetSource {
+		parts = append(parts, "target: "+string(st.Target))
+	}
+	var val string
+	switch st.Verb {
+	case VerbCheck:
+		val = "{}"
+		if st.Expect != "" {
+			val = "{expect: " + string(st.Expect) + "}"
+		}
+	case VerbUpgrade, VerbRequest, VerbDelete:
+		val = "{}"
+		if tok, ok := st.Value["token"]; ok && st.Verb == VerbRequest {
+			val = "{token: " + compactJSON(tok) + "}"
+		}
+	default:
+		if st.Value == nil {
+			val = "null"
+		} else {
+			val = compactJSON(st.Value)
+		}
+	}
+	parts = append(parts, string(st.Verb)+": "+val)
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// WriteCounterexamples writes each counterexample of res into dir as
+// NN-RULE[-POLICY].yaml and returns the files written.
+func WriteCounterexamples(dir string, cfg *Config, res *ExploreResult) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("writing counterexamples: %w", err)
+	}
+	var files []string
+	for i, c := range res.Counterexamples {
+		v := c.Violation
+		name := fmt.Sprintf("%02d-%s", i+1, v.Rule)
+		if v.Policy != "" {
+			name += "-" + string(v.Policy)
+		} else {
+			name += "-" + string(res.Policy)
+		}
+		comment := fmt.Sprintf("Counterexample found by statuscheck simulate --explore (policy %s):\n%s at step %d: %s\nReplay: statuscheck simulate --policy %s %s.yaml",
+			res.Policy, v.Rule, v.Step, v.Message, res.Policy, name)
+		data := TraceYAML(name, comment, cfg, res.Initial, res.OperatorCondition, c.Steps)
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return files, fmt.Errorf("writing counterexamples: %w", err)
+		}
+		files = append(files, p)
+	}
+	return files, nil
+}
+
+// CounterexampleJSON is a counterexample for machine output.
+type CounterexampleJSON struct {
+	Violation Violation         `json:"violation"`
+	Steps     []json.RawMessage `json:"steps"`
+	File      string            `json:"file,omitempty"`
+}
+
+// StepJSON renders a step as the trace format writes it.
+func StepJSON(st Step) json.RawMessage {
+	m := map[string]interface{}{"actor": st.Actor}
+	if st.Target != TargetSource {
+		m["target"] = st.Target
+	}
+	switch st.Verb {
+	case VerbCheck, VerbUpgrade, VerbRequest, VerbDelete:
+		m[string(st.Verb)] = map[string]interface{}{}
+	default:
+		m[string(st.Verb)] = st.Value
+	}
+	data, _ := json.Marshal(m)
+	return data
+}

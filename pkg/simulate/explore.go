@@ -1,0 +1,476 @@
+package simulate
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+)
+
+// The explorer runs every interleaving of three actors against the core:
+//
+//   - a user, who changes the spec (storageLayer), any number of times
+//     unless MaxUserChanges bounds it;
+//   - the operator, which reconciles each new generation and either starts
+//     a migration (reporting Upgradeable=False) or does not (True), finishes
+//     migrations (True), answers OLM's request, mirrors its condition into
+//     the OperatorCondition in that handshake, and, having answered a
+//     request with True, defers migrations;
+//   - OLM, which requests (under RequestAck), checks, syncs the
+//     OperatorCondition's status, and, after a check that allowed,
+//     replaces the operator in a separate step.
+//
+// The search is breadth-first, so the first trace found to a violation is
+// a shortest one. States are deduplicated on an encoding that leaves out
+// what cannot matter (the step counter) and writes every generation
+// relative to the CR's, so two interleavings that end in the same
+// situation are explored once.
+
+// ExploreOptions configure a search.
+type ExploreOptions struct {
+	// Depth is the most steps a trace may take.
+	Depth int
+	// MaxUserChanges bounds the user's spec changes per trace (0: only the
+	// depth bounds them).
+	MaxUserChanges int
+	// MaxStates stops the search when the visited set reaches it (0: no
+	// limit); Truncated is then set on the result.
+	MaxStates int
+	// Progress, when set, is called about once a second.
+	Progress func(ExploreProgress)
+}
+
+// DefaultDepth finishes in well under a second for every handshake of the
+// default model (measured: at most 36k states at depth 20).
+const DefaultDepth = 16
+
+// ExploreProgress reports a running search.
+type ExploreProgress struct {
+	Depth  int
+	States int
+}
+
+// Counterexample is the shortest trace found to one violation.
+type Counterexample struct {
+	Violation Violation `json:"violation"`
+	Steps     []Step    `json:"-"`
+}
+
+// ExploreResult is what a search found.
+type ExploreResult struct {
+	Policy contract.Policy `json:"policy"`
+	States int             `json:"states"`
+	// Depth is the deepest level explored completely.
+	Depth int `json:"depth"`
+	// Exhausted is set when every reachable state was explored before the
+	// depth limit: no deeper trace exists.
+	Exhausted bool `json:"exhausted"`
+	// Stopped is set when the search ended early (a timeout, MaxStates).
+	Stopped         bool             `json:"stopped,omitempty"`
+	Elapsed         time.Duration    `json:"elapsedNanoseconds"`
+	Counterexamples []Counterexample `json:"counterexamples"`
+	// Initial is where every trace starts, for writing traces.
+	Initial           map[string]interface{} `json:"-"`
+	OperatorCondition map[string]interface{} `json:"-"`
+}
+
+// actors is the explorer's state beyond the core's: what the actors
+// remember.
+type actors struct {
+	observed  int64 // the generation the operator last reconciled
+	migrating bool
+	answered  int64 // the request token the operator last answered
+	truthTrue bool  // what the operator last reported
+	approved  bool  // OLM's check allowed; the replacement is due
+	changes   int8  // the user's spec changes so far
+}
+
+type node struct {
+	state  State
+	act    actors
+	parent int32
+	step   Step
+	depth  int16
+}
+
+// ExploreInitial is the CR every explored trace starts from: the operator
+// idle and its Upgradeable=True fresh.
+func ExploreInitial(src *contract.StatusSource) (cr, oc map[string]interface{}) {
+	md := map[string]interface{}{"name": src.Name, "generation": int64(1)}
+	if src.Namespace != "" {
+		md["namespace"] = src.Namespace
+	}
+	cr = map[string]interface{}{
+		"apiVersion": src.APIVersion, "kind": src.Kind, "metadata": md,
+		"spec":   map[string]interface{}{"storageLayer": "PostgreSQL"},
+		"status": statusValue(src, true, 1, ""),
+	}
+	if src.Mode() == contract.HandshakeOperatorCondition {
+		oc = map[string]interface{}{
+			"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+			"metadata": map[string]interface{}{"name": "operator", "generation": int64(1)},
+			"spec":     map[string]interface{}{"conditions": []interface{}{ocCondition(true)}},
+			"status": map[string]interface{}{"conditions": []interface{}{
+				map[string]interface{}{"type": "Upgradeable", "status": "True", "reason": "OperatorIdle", "observedGeneration": int64(1)}}},
+		}
+	}
+	return cr, oc
+}
+
+func reasonOf(ok bool) string {
+	if ok {
+		return "OperatorIdle"
+	}
+	return "MigrationInProgress"
+}
+
+func statusWord(ok bool) string {
+	if ok {
+		return contract.StatusTrue
+	}
+	return contract.StatusFalse
+}
+
+// statusValue is the operator's status write: every gated condition with
+// the same answer, and the echo where the handshake asks for one.
+func statusValue(src *contract.StatusSource, ok bool, og int64, echo string) map[string]interface{} {
+	var conds []interface{}
+	for _, t := range src.ConditionTypes() {
+		conds = append(conds, map[string]interface{}{"type": t, "status": statusWord(ok), "reason": reasonOf(ok), "observedGeneration": og})
+	}
+	st := map[string]interface{}{"conditions": conds}
+	if h := src.Handshake; echo != "" && h != nil && h.Ack != nil && h.Ack.StatusPath != "" {
+		fields := contract.FieldPath(h.Ack.StatusPath)[1:]
+		st = mergePatch(st, nestedPatch(fields, echo))
+	}
+	return st
+}
+
+func ocCondition(ok bool) map[string]interface{} {
+	return map[string]interface{}{"type": "Upgradeable", "status": statusWord(ok), "reason": reasonOf(ok)}
+}
+
+// Explore searches breadth-first up to opts.Depth. It stops early when ctx
+// is done (Complete is then false).
+func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreResult, error) {
+	if opts.Depth <= 0 {
+		opts.Depth = DefaultDepth
+	}
+	if opts.MaxUserChanges <= 0 {
+		opts.MaxUserChanges = opts.Depth
+	}
+	start := time.Now()
+	res := &ExploreResult{Policy: cfg.Policies[0]}
+	res.Initial, res.OperatorCondition = ExploreInitial(cfg.Source)
+	root := node{state: Initial(cfg, res.Initial, res.OperatorCondition), act: actors{observed: 1, truthTrue: true}, parent: -1}
+	nodes := []node{root}
+	visited := map[string]struct{}{encode(cfg, &root): {}}
+	found := map[string]bool{}
+	frontier := []int32{0}
+	lastReport := time.Now()
+	for depth := 0; depth < opts.Depth && len(frontier) > 0; depth++ {
+		var next []int32
+		for _, idx := range frontier {
+			if err := ctx.Err(); err != nil {
+				res.Stopped = true
+				res.finish(cfg, nodes, len(visited), depth, start)
+				return res, nil
+			}
+			n := nodes[idx]
+			for _, st := range moves(cfg, &n, opts.MaxUserChanges) {
+				child, out, err := apply(cfg, &n, st, opts)
+				if err != nil {
+					return nil, fmt.Errorf("explore: the model made an impossible step (a bug): %w", err)
+				}
+				child.parent, child.step, child.depth = idx, st, n.depth+1
+				for _, v := range out.Violations {
+					key := v.Rule + "/" + string(v.Policy)
+					if found[key] {
+						continue
+					}
+					found[key] = true
+					res.Counterexamples = append(res.Counterexamples, Counterexample{Violation: v, Steps: append(path(nodes, idx), st)})
+				}
+				k := encode(cfg, &child)
+				if _, seen := visited[k]; seen {
+					continue
+				}
+				visited[k] = struct{}{}
+				nodes = append(nodes, child)
+				next = append(next, int32(len(nodes)-1))
+				if opts.MaxStates > 0 && len(visited) >= opts.MaxStates {
+					res.Stopped = true
+					res.finish(cfg, nodes, len(visited), depth, start)
+					return res, nil
+				}
+			}
+			if opts.Progress != nil && time.Since(lastReport) > time.Second {
+				lastReport = time.Now()
+				opts.Progress(ExploreProgress{Depth: depth + 1, States: len(visited)})
+			}
+		}
+		// Earlier levels are no longer needed but for their parent links:
+		// drop their states to keep memory to the frontier.
+		for _, idx := range frontier {
+			nodes[idx].state = State{}
+		}
+		frontier = next
+		res.Depth = depth + 1
+	}
+	res.Exhausted = len(frontier) == 0
+	res.finish(cfg, nodes, len(visited), res.Depth, start)
+	return res, nil
+}
+
+func (r *ExploreResult) finish(cfg *Config, nodes []node, states, depth int, start time.Time) {
+	r.States, r.Depth, r.Elapsed = states, depth, time.Since(start)
+	sort.SliceStable(r.Counterexamples, func(i, j int) bool {
+		return len(r.Counterexamples[i].Steps) < len(r.Counterexamples[j].Steps)
+	})
+}
+
+func path(nodes []node, idx int32) []Step {
+	var rev []Step
+	for i := idx; i > 0; i = nodes[i].parent {
+		rev = append(rev, nodes[i].step)
+	}
+	out := make([]Step, len(rev))
+	for i := range rev {
+		out[i] = rev[len(rev)-1-i]
+	}
+	return out
+}
+
+// moves lists the steps the actors may take next.
+func moves(cfg *Config, n *node, maxChanges int) []Step {
+	s, a := &n.state, &n.act
+	if s.Upgraded {
+		return nil // the operator is replaced: this version's story ends
+	}
+	var out []Step
+	mode := cfg.mode()
+	// The user.
+	if int(a.changes) < maxChanges {
+		layer := "MariaDB"
+		if spec, _ := s.CR.Body["spec"].(map[string]interface{}); spec["storageLayer"] == "MariaDB" {
+			layer = "PostgreSQL"
+		}
+		out = append(out, Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{"spec": map[string]interface{}{"storageLayer": layer}}})
+	}
+	// The operator.
+	gen := s.CR.Generation
+	request := pendingRequest(s, a)
+	echo := ""
+	if s.Requested {
+		echo = s.TokenValue
+	}
+	locked := lockHeld(s, a)
+	if !a.migrating && (gen > a.observed || request) {
+		out = append(out, Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, true, gen, echo)})
+		if gen > a.observed && !locked {
+			out = append(out, Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, false, gen, echo)})
+		}
+	}
+	if a.migrating {
+		out = append(out, Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, true, a.observed, echo)})
+	}
+	if mode == contract.HandshakeOperatorCondition {
+		if want := ocCondition(a.truthTrue); !ocSpecIs(s.OC, want) {
+			out = append(out, Step{Actor: ActorOperator, Verb: VerbUpdate, Target: TargetOperatorCondition,
+				Value: map[string]interface{}{"spec": map[string]interface{}{"conditions": []interface{}{want}}}})
+		}
+		if !ocSynced(s.OC) {
+			out = append(out, Step{Actor: ActorOLM, Verb: VerbUpdateStatus, Target: TargetOperatorCondition})
+		}
+	}
+	// OLM.
+	switch {
+	case a.approved:
+		out = append(out, Step{Actor: ActorOLM, Verb: VerbUpgrade})
+	case mode == contract.HandshakeRequestAck && !s.Requested:
+		out = append(out, Step{Actor: ActorOLM, Verb: VerbRequest})
+	default:
+		out = append(out, Step{Actor: ActorOLM, Verb: VerbCheck})
+	}
+	return out
+}
+
+// pendingRequest: a request stands that the operator has not answered.
+func pendingRequest(s *State, a *actors) bool {
+	return s.Requested && a.answered != s.Token
+}
+
+// lockHeld: the operator answered the standing request with True, so it
+// defers migrations.
+func lockHeld(s *State, a *actors) bool {
+	return s.Requested && a.answered == s.Token && a.truthTrue && !a.migrating
+}
+
+func ocSpecIs(oc Object, want map[string]interface{}) bool {
+	spec, _ := oc.Body["spec"].(map[string]interface{})
+	conds, _ := spec["conditions"].([]interface{})
+	return len(conds) == 1 && equalJSON(conds[0], want)
+}
+
+// ocSynced: OLM's status copy matches the OperatorCondition's spec at
+// its generation, so there is nothing for syncOperatorConditionStatus to do.
+func ocSynced(oc Object) bool {
+	spec, _ := oc.Body["spec"].(map[string]interface{})
+	conds, _ := spec["conditions"].([]interface{})
+	if len(conds) != len(oc.Conditions) {
+		return false
+	}
+	for i, c := range conds {
+		m, _ := c.(map[string]interface{})
+		got := oc.Conditions[i]
+		if m["status"] != got.Status || got.ObservedGeneration == nil || *got.ObservedGeneration != oc.Generation {
+			return false
+		}
+	}
+	return true
+}
+
+// apply runs a move through the core and updates what the actors remember.
+func apply(cfg *Config, n *node, st Step, opts ExploreOptions) (node, Outcome, error) {
+	child := node{act: n.act}
+	s, out, err := Next(cfg, n.state, st)
+	if err != nil {
+		return child, out, err
+	}
+	child.state = s
+	a := &child.act
+	switch {
+	case st.Actor == ActorUser:
+		a.changes++
+	case st.Actor == ActorOperator && st.Verb == VerbUpdateStatus:
+		ok := reportTrue(st.Value)
+		og := reportOG(st.Value)
+		if a.migrating { // finishing
+			a.migrating = false
+		} else {
+			a.observed = og
+			a.migrating = !ok
+		}
+		a.truthTrue = ok
+		if n.state.Requested {
+			a.answered = n.state.Token
+		}
+	case st.Verb == VerbCheck:
+		for _, d := range out.Verdicts {
+			if d.Verdict == contract.Allow {
+				a.approved = true
+			}
+		}
+	}
+	return child, out, nil
+}
+
+func reportTrue(status map[string]interface{}) bool {
+	conds, _ := status["conditions"].([]interface{})
+	if len(conds) == 0 {
+		return false
+	}
+	m, _ := conds[0].(map[string]interface{})
+	return m["status"] == contract.StatusTrue
+}
+
+func reportOG(status map[string]interface{}) int64 {
+	conds, _ := status["conditions"].([]interface{})
+	if len(conds) == 0 {
+		return 0
+	}
+	m, _ := conds[0].(map[string]interface{})
+	g, _ := toInt(m["observedGeneration"])
+	return g
+}
+
+// encode writes what distinguishes a state, with every generation relative
+// to the CR's: a few dozen bytes.
+func encode(cfg *Config, n *node) string {
+	s, a := &n.state, &n.act
+	g := s.CR.Generation
+	b := make([]byte, 0, 48)
+	rel := func(v int64) { b = binary.AppendVarint(b, v-g) }
+	flag := func(v bool) {
+		if v {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	flag(s.CR.Exists)
+	spec, _ := s.CR.Body["spec"].(map[string]interface{})
+	flag(spec["storageLayer"] == "MariaDB")
+	b = append(b, tokenByte(s, spec, cfg))
+	for _, c := range s.CR.Conditions {
+		b = append(b, c.Status[0])
+		if c.ObservedGeneration != nil {
+			rel(*c.ObservedGeneration)
+		}
+	}
+	b = append(b, '|')
+	if p := cfg.ackPath(); p != nil {
+		echo, _ := nestedString(s.CR.Status, p[1:])
+		b = append(b, echo...)
+	}
+	b = append(b, '|')
+	// The OperatorCondition, relative to its own generation.
+	spec2, _ := s.OC.Body["spec"].(map[string]interface{})
+	if conds, ok := spec2["conditions"].([]interface{}); ok && len(conds) > 0 {
+		m, _ := conds[0].(map[string]interface{})
+		b = append(b, fmt.Sprint(m["status"])[0])
+	}
+	for _, c := range s.OC.Conditions {
+		b = append(b, c.Status[0])
+		if c.ObservedGeneration != nil {
+			b = binary.AppendVarint(b, *c.ObservedGeneration-s.OC.Generation)
+		}
+	}
+	b = append(b, '|')
+	b = binary.AppendVarint(b, s.Token)
+	flag(s.Requested)
+	flag(s.Acked)
+	flag(s.Upgraded)
+	if s.Requested {
+		rel(s.ReqGen)
+	}
+	flag(s.Report.made)
+	if s.Report.made {
+		b = append(b, []byte(s.Report.status+" ")[0])
+		rel(s.Report.og)
+	}
+	for i := range cfg.Policies {
+		var gens []int64
+		for _, pe := range s.Pending[i] {
+			if pe.used {
+				gens = append(gens, pe.gen-g)
+			}
+		}
+		sort.Slice(gens, func(x, y int) bool { return gens[x] < gens[y] })
+		b = append(b, 'p')
+		for _, x := range gens {
+			b = binary.AppendVarint(b, x)
+		}
+	}
+	rel(a.observed)
+	flag(a.migrating)
+	b = binary.AppendVarint(b, a.answered)
+	flag(a.truthTrue)
+	flag(a.approved)
+	b = append(b, byte(a.changes))
+	return string(b)
+}
+
+func tokenByte(s *State, spec map[string]interface{}, cfg *Config) byte {
+	if r := cfg.request(); r != nil && r.SpecPath != "" {
+		v, _ := nestedString(s.CR.Body, contract.FieldPath(r.SpecPath))
+		if n, err := strconv.Atoi(v); err == nil {
+			return byte(n)
+		}
+	}
+	return 0
+}

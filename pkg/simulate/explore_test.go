@@ -1,0 +1,236 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/contract"
+)
+
+func handshakeBundle(name string) string {
+	return filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "handshake", name)
+}
+
+func exploreBundle(t testing.TB, name string, p contract.Policy, depth int) (*Config, *ExploreResult) {
+	ctx, err := ContextFromBundle(handshakeBundle(name))
+	require.NoError(t, err)
+	cfg := &Config{Source: ctx.Source, StatusSubresource: *ctx.StatusSubresource, Policies: []contract.Policy{p}, Primary: p}
+	res, err := Explore(context.Background(), cfg, ExploreOptions{Depth: depth})
+	require.NoError(t, err)
+	return cfg, res
+}
+
+func rules(res *ExploreResult) []string {
+	var out []string
+	for _, c := range res.Counterexamples {
+		out = append(out, c.Violation.Rule)
+	}
+	return out
+}
+
+// TestExploreResults is the table, at the default depth.
+func TestExploreResults(t *testing.T) {
+	tests := []struct {
+		bundle string
+		policy contract.Policy
+		want   string // "" means no violation at all
+	}{
+		{"none", contract.PolicyNaive, RuleUnsafeApproval},
+		{"none", contract.PolicyOLM, RuleUpgradeWhileBlocked},
+		{"request-annotation", contract.PolicyOLM, RuleUnacknowledgedUpgrade},
+		{"request-spec", contract.PolicyOLM, ""},
+		{"request-annotation-ack", contract.PolicyOLM, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.bundle+"/"+string(tt.policy), func(t *testing.T) {
+			_, res := exploreBundle(t, tt.bundle, tt.policy, DefaultDepth)
+			assert.Equal(t, DefaultDepth, res.Depth)
+			assert.False(t, res.Stopped)
+			assert.Greater(t, res.States, 100)
+			if tt.want == "" {
+				assert.Empty(t, res.Counterexamples, "violations: %v", rules(res))
+				return
+			}
+			assert.Contains(t, rules(res), tt.want)
+		})
+	}
+	// Without a handshake, olm's only flaw is the race between check and
+	// replacement: it never approves on outdated information itself.
+	_, res := exploreBundle(t, "none", contract.PolicyOLM, DefaultDepth)
+	assert.Equal(t, []string{RuleUpgradeWhileBlocked}, rules(res))
+}
+
+// TestCounterexamplesReplay writes every counterexample of every bundle
+// and policy as a StatusTrace and replays it: it must show the same
+// violation at the same step.
+func TestCounterexamplesReplay(t *testing.T) {
+	count := 0
+	for _, b := range []string{"none", "operatorcondition", "request-spec", "request-annotation", "request-annotation-ack"} {
+		for _, p := range contract.Policies() {
+			cfg, res := exploreBundle(t, b, p, DefaultDepth)
+			dir := t.TempDir()
+			files, err := WriteCounterexamples(dir, cfg, res)
+			require.NoError(t, err)
+			require.Len(t, files, len(res.Counterexamples))
+			for i, f := range files {
+				want := res.Counterexamples[i].Violation
+				t.Run(b+"/"+string(p)+"/"+filepath.Base(f), func(t *testing.T) {
+					count++
+					tr, err := Open(f, OpenOptions{})
+					require.NoError(t, err)
+					defer tr.Close()
+					rcfg, _, err := (*Context)(nil).Config(tr, []contract.Policy{p}, p)
+					require.NoError(t, err)
+					assert.Equal(t, cfg.StatusSubresource, rcfg.StatusSubresource)
+					sum, err := Replay(tr, rcfg, nil)
+					require.NoError(t, err)
+					found := false
+					for _, v := range sum.Violations {
+						if v.Rule == want.Rule && v.Policy == want.Policy && v.Step == want.Step {
+							found = true
+						}
+					}
+					assert.True(t, found, "replay of %s should show %s at step %d; got %+v", f, want.Rule, want.Step, sum.Violations)
+				})
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, count, 10)
+}
+
+func TestExploreIsDeterministic(t *testing.T) {
+	_, a := exploreBundle(t, "request-annotation", contract.PolicyNaive, 10)
+	_, b := exploreBundle(t, "request-annotation", contract.PolicyNaive, 10)
+	assert.Equal(t, a.States, b.States)
+	require.Equal(t, len(a.Counterexamples), len(b.Counterexamples))
+	for i := range a.Counterexamples {
+		assert.Equal(t, a.Counterexamples[i].Violation, b.Counterexamples[i].Violation)
+		assert.Equal(t, len(a.Counterexamples[i].Steps), len(b.Counterexamples[i].Steps))
+	}
+}
+
+func TestExploreStopsWhenTold(t *testing.T) {
+	ctx, err := ContextFromBundle(handshakeBundle("operatorcondition"))
+	require.NoError(t, err)
+	cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Explore(c, cfg, ExploreOptions{Depth: 30})
+	require.NoError(t, err)
+	assert.True(t, res.Stopped)
+	res, err = Explore(context.Background(), cfg, ExploreOptions{Depth: 30, MaxStates: 500})
+	require.NoError(t, err)
+	assert.True(t, res.Stopped)
+	assert.LessOrEqual(t, res.States, 500)
+}
+
+// TestExploreDepth20Memory runs the largest default model to depth 20 and
+// checks the heap it needs against the 1 GiB budget.
+func TestExploreDepth20Memory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("explores to depth 20")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var res *ExploreResult
+	peak := uint64(0)
+	ctx, err := ContextFromBundle(handshakeBundle("operatorcondition"))
+	require.NoError(t, err)
+	cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+	res, err = Explore(context.Background(), cfg, ExploreOptions{Depth: 20, Progress: func(ExploreProgress) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
+	}})
+	require.NoError(t, err)
+	runtime.ReadMemStats(&after)
+	peak = max(peak, after.HeapInuse)
+	t.Logf("depth 20: %d states in %v, heap in use at most %d MiB", res.States, res.Elapsed, peak>>20)
+	assert.Equal(t, 20, res.Depth)
+	assert.Less(t, peak, uint64(1<<30))
+}
+
+func TestTraceYAMLRoundTrip(t *testing.T) {
+	ctx, err := ContextFromBundle(handshakeBundle("request-annotation-ack"))
+	require.NoError(t, err)
+	cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+	cr, _ := ExploreInitial(cfg.Source)
+	steps := []Step{
+		{Actor: ActorOLM, Verb: VerbRequest},
+		{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, true, 1, "1")},
+		{Actor: ActorOLM, Verb: VerbCheck, Expect: contract.Allow},
+		{Actor: ActorOLM, Verb: VerbUpgrade},
+	}
+	data := TraceYAML("round-trip", "a comment", cfg, cr, nil, steps)
+	tr, err := OpenReader("rt.yaml", bytesReader(data), OpenOptions{})
+	require.NoError(t, err)
+	var got []Step
+	for {
+		st, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		got = append(got, st)
+	}
+	require.Len(t, got, len(steps))
+	for i := range steps {
+		assert.Equal(t, steps[i].Actor, got[i].Actor)
+		assert.Equal(t, steps[i].Verb, got[i].Verb)
+		assert.Equal(t, steps[i].Expect, got[i].Expect)
+		assert.Equal(t, i+9, got[i].Line, "one step per line after the 8-line header")
+	}
+	assert.Equal(t, "1", got[1].Value["observedUpgradeRequest"])
+}
+
+// BenchmarkExplore reports states per second on the default model to
+// depth 20, and the depth a 10-second search reaches.
+func BenchmarkExplore(b *testing.B) {
+	for _, name := range []string{"none", "request-spec", "operatorcondition"} {
+		b.Run(name+"/depth20", func(b *testing.B) {
+			var states int
+			for b.Loop() {
+				_, res := exploreBundle(b, name, contract.PolicyOLM, 20)
+				states += res.States
+			}
+			b.ReportMetric(float64(states)/b.Elapsed().Seconds(), "states/s")
+		})
+	}
+	b.Run("request-spec/10s", func(b *testing.B) {
+		ctx, err := ContextFromBundle(handshakeBundle("request-spec"))
+		require.NoError(b, err)
+		cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+		for b.Loop() {
+			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res, err := Explore(c, cfg, ExploreOptions{Depth: 1000})
+			cancel()
+			require.NoError(b, err)
+			b.ReportMetric(float64(res.Depth), "depth-in-10s")
+			b.ReportMetric(float64(res.States)/res.Elapsed.Seconds(), "states/s")
+			b.ReportMetric(float64(res.States), "states")
+		}
+	})
+}
+
+func bytesReader(b []byte) io.Reader { return &sliceReader{b: b} }
+
+type sliceReader struct{ b []byte }
+
+func (r *sliceReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
