@@ -440,7 +440,7 @@ func encode(cfg *Config, n *node) string {
 	}
 	flag(s.Report.made)
 	if s.Report.made {
-		b = append(b, []byte(s.Report.status+" ")[0])
+		b = append(b, []byte(s.Report.status + " ")[0])
 		rel(s.Report.og)
 	}
 	for i := range cfg.Policies {
