@@ -2,6 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +15,7 @@ import (
 )
 
 func (a *app) validateCommand() *cobra.Command {
-	output := newEnum("text", "text", "json")
+	output := newEnum("text", "text", "json", "sarif", "junit", "manifest-result", "scorecard")
 	failOn := newEnum("error", "error", "warning", "info")
 	var opts validate.Options
 	cmd := &cobra.Command{
@@ -31,11 +34,48 @@ Run 'statuscheck rules' for the list of rules.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fail, _ := result.ParseSeverity(failOn.value)
+			if output.value == "manifest-result" && len(args) != 1 {
+				return usagef("-o manifest-result prints one ManifestResult: give one bundle, not %d", len(args))
+			}
+			if isTerminal(a.stderr) {
+				var mu sync.Mutex
+				last := time.Now()
+				opts.CatalogProgress = func(n int) {
+					mu.Lock()
+					defer mu.Unlock()
+					if time.Since(last) > 200*time.Millisecond {
+						last = time.Now()
+						fmt.Fprintf(a.stderr, "\r\033[Kcatalog: %d bundles read", n)
+						a.progressShown = true
+					}
+				}
+			}
 			rep := validate.Paths(args, opts, bundle.Options{})
+			a.clearProgress()
+			if (output.value == "manifest-result" || output.value == "scorecard") && rep.Failed() {
+				// operator-sdk and scorecard take any JSON on stdout for a
+				// verdict: when statuscheck could not validate, give none.
+				var errs []string
+				for _, b := range rep.Bundles {
+					errs = append(errs, b.Errors...)
+				}
+				return fmt.Errorf("%s", strings.Join(errs, "; "))
+			}
 			var err error
 			switch output.value {
 			case "json":
 				err = report.JSON(a.stdout, rep)
+			case "sarif":
+				err = report.SARIF(a.stdout, rep, validate.Rules(), report.RepoRoot(), version())
+			case "junit":
+				err = report.JUnit(a.stdout, rep, validate.Rules(), fail)
+			case "manifest-result":
+				if len(rep.Bundles) != 1 {
+					return fmt.Errorf("%s is a catalog of %d bundles; -o manifest-result validates one bundle", args[0], len(rep.Bundles))
+				}
+				err = report.ManifestResult(a.stdout, rep.Bundles[0])
+			case "scorecard":
+				err = report.Scorecard(a.stdout, rep, fail)
 			default:
 				err = report.Text(a.stdout, rep)
 			}
@@ -50,11 +90,16 @@ Run 'statuscheck rules' for the list of rules.`,
 				return fmt.Errorf("writing the report: %w", err)
 			}
 			a.code = rep.ExitCode(fail)
+			if (output.value == "manifest-result" || output.value == "scorecard") && a.code == result.ExitFindings {
+				// operator-sdk and scorecard read the verdict from the
+				// output; a non-zero exit would mean statuscheck failed.
+				a.code = result.ExitOK
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.VarP(output, "output", "o", "output format: text or json")
+	f.VarP(output, "output", "o", "output format: text, json, sarif (code scanning), junit, manifest-result (operator-sdk external validator) or scorecard (scorecard custom test)")
 	f.Var(failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
 	f.BoolVar(&opts.RequireStatusSource, "require-status-source", false, "report a CSV without a status source as an error")
 	return cmd

@@ -3,6 +3,9 @@
 package testutil
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -51,4 +54,52 @@ func CorpusBundles(tb testing.TB) []string {
 		tb.Fatalf("corpus %s holds no bundles", dir)
 	}
 	return out
+}
+
+// WriteCatalog writes a file-based catalog of n bundles into dir, each
+// carrying the good bundle's CSV and CRD as olm.bundle.object properties,
+// ten bundles to a package.
+func WriteCatalog(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	root := RepoRoot()
+	csv, err := os.ReadFile(filepath.Join(root, "testdata/bundles/good/manifests/cool-operator.clusterserviceversion.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	crd, err := os.ReadFile(filepath.Join(root, "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	csv64, crd64 := base64.StdEncoding.EncodeToString(csv), base64.StdEncoding.EncodeToString(crd)
+	for p := 0; p < (n+9)/10; p++ {
+		pkg := fmt.Sprintf("pkg-%04d", p)
+		if err := os.MkdirAll(filepath.Join(dir, pkg), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, pkg, "catalog.json"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		enc := json.NewEncoder(f)
+		must := func(err error) {
+			if err != nil {
+				tb.Fatal(err)
+			}
+		}
+		must(enc.Encode(map[string]interface{}{"schema": "olm.package", "name": pkg, "defaultChannel": "stable"}))
+		var entries []map[string]string
+		for i := 0; i < 10 && p*10+i < n; i++ {
+			entries = append(entries, map[string]string{"name": fmt.Sprintf("%s.v0.%d.0", pkg, i)})
+		}
+		must(enc.Encode(map[string]interface{}{"schema": "olm.channel", "package": pkg, "name": "stable", "entries": entries}))
+		for _, e := range entries {
+			must(enc.Encode(map[string]interface{}{"schema": "olm.bundle", "name": e["name"], "package": pkg, "image": "quay.io/x/" + e["name"],
+				"properties": []map[string]interface{}{
+					{"type": "olm.package", "value": map[string]string{"packageName": pkg, "version": "0.1.0"}},
+					{"type": "olm.bundle.object", "value": map[string]string{"data": csv64}},
+					{"type": "olm.bundle.object", "value": map[string]string{"data": crd64}},
+				}}))
+		}
+		must(f.Close())
+	}
 }

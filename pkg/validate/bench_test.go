@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,4 +47,29 @@ func BenchmarkAPIBaseline(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*len(dirs)), "ns/bundle")
+}
+
+// BenchmarkValidateCatalog3000 validates a generated file-based catalog of
+// 3,000 bundles (statuscheck validate CATALOG_DIR) and reports the time
+// per bundle and the peak heap in use.
+func BenchmarkValidateCatalog3000(b *testing.B) {
+	dir := b.TempDir()
+	testutil.WriteCatalog(b, dir, 3000)
+	var peak atomic.Uint64
+	opts := Options{CatalogProgress: func(n int) {
+		if n%100 == 0 {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+		}
+	}}
+	for b.Loop() {
+		if got := len(Catalog(dir, opts)); got != 3000 {
+			b.Fatalf("validated %d bundles", got)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(3000*b.N), "ns/bundle")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 }

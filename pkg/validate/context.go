@@ -12,6 +12,9 @@ import (
 type Options struct {
 	// RequireStatusSource makes status-source-missing an error.
 	RequireStatusSource bool
+	// CatalogProgress, when set, is told how many bundles of a catalog
+	// have been read.
+	CatalogProgress func(bundles int)
 }
 
 // Context is what every rule's check reads: the bundle and the status

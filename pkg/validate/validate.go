@@ -4,10 +4,13 @@
 package validate
 
 import (
+	"context"
 	"runtime"
+	"sort"
 	"sync"
 
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/catalog"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
@@ -45,23 +48,61 @@ func run(rules []Rule, b *bundle.Bundle, opts Options) result.Bundle {
 }
 
 // Paths loads and validates bundles concurrently, at most GOMAXPROCS at a
-// time. The report lists them in the order given, whatever order they
-// finish in.
+// time. A path that is a file-based catalog contributes one result per
+// bundle it carries. The report lists paths in the order given, whatever
+// order they finish in, and a catalog's bundles by file and name.
 func Paths(paths []string, opts Options, load bundle.Options) *result.Report {
-	rep := &result.Report{Bundles: make([]result.Bundle, len(paths))}
+	groups := make([][]result.Bundle, len(paths))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, p := range paths {
+		if catalog.IsCatalog(p) {
+			groups[i] = Catalog(p, opts)
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rep.Bundles[i] = Path(p, opts, load)
+			groups[i] = []result.Bundle{Path(p, opts, load)}
 		}()
 	}
 	wg.Wait()
+	rep := &result.Report{Bundles: []result.Bundle{}}
+	for _, g := range groups {
+		rep.Bundles = append(rep.Bundles, g...)
+	}
 	return rep
+}
+
+// Catalog validates every bundle of a file-based catalog that carries its
+// manifests, streaming: only the findings are kept.
+func Catalog(path string, opts Options) []result.Bundle {
+	var mu sync.Mutex
+	var out []result.Bundle
+	_, err := catalog.Walk(context.Background(), path, func(file, name string, b *bundle.Bundle) error {
+		res := Bundle(b, opts)
+		res.Path, res.Name = file, name
+		mu.Lock()
+		out = append(out, res)
+		mu.Unlock()
+		return nil
+	}, opts.CatalogProgress)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Name < out[j].Name
+	})
+	if err != nil {
+		out = append(out, result.Bundle{Path: path, Findings: []result.Finding{}, Errors: []string{err.Error()}})
+	}
+	if len(out) == 0 {
+		out = append(out, result.Bundle{Path: path, Findings: []result.Finding{{Rule: bundle.CodeCSVMissing, Severity: result.Error, File: path,
+			Message: "the catalog carries no bundle with its manifests (olm.bundle.object properties); nothing to validate"}}})
+	}
+	return out
 }
 
 // Path loads and validates one bundle.
