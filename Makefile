@@ -6,16 +6,25 @@ BIN      ?= bin/statuscheck
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build test lint vet fmt-check docs demo bench fuzz clean
+.PHONY: all build test race lint vet fmt-check docs demo bench fuzz ci clean
 
 all: build test
 
 build:
 	$(GO) build -o $(BIN) ./cmd/statuscheck
+	$(GO) build -o bin/statuscheck-sdk-validator ./cmd/statuscheck-sdk-validator
 
 ## test: lint, then every test (goldens, rule fixtures, the real-bundle corpus, docs/rules.md freshness).
 test: lint
 	$(GO) test $(PKGS)
+
+## race: every test under the race detector.
+race:
+	$(GO) test -race $(PKGS)
+
+## ci: what .ci/run runs: the tests, the race detector, each fuzz target for 10s.
+ci: test race
+	$(MAKE) fuzz FUZZTIME=10s
 
 lint: fmt-check vet
 
@@ -43,8 +52,9 @@ bench:
 	$(GO) test ./pkg/validate -run '^$$' -bench . -benchtime 10x -cpu 1,2
 	$(GO) test ./pkg/simulate -run '^$$' -bench 'ReplayVsDecode|Explore' -benchtime 1x
 
-## fuzz: run each fuzz target for FUZZTIME.
+## fuzz: run each fuzz target for FUZZTIME (seed corpora: pkg/*/testdata/fuzz).
 fuzz:
+	$(GO) test ./pkg/bundle -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/manifest -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/contract -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/generate -run '^$$' -fuzz '^FuzzSetAnnotation$$' -fuzztime $(FUZZTIME)

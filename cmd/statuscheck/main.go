@@ -3,11 +3,32 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/statuscheck/statuscheck/internal/cli"
 )
 
+// peakMemoryEnv, set to 1, makes statuscheck print its peak resident memory
+// (VmHWM) on stderr when it ends; the hostile-input tests read it, since
+// the rusage of a child started from a large test process is polluted by
+// the parent's.
+const peakMemoryEnv = "STATUSCHECK_DEBUG_PEAK_MEMORY"
+
 func main() {
-	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
+	code := cli.Main(os.Args[1:], os.Stdout, os.Stderr)
+	if os.Getenv(peakMemoryEnv) == "1" {
+		if f, err := os.Open("/proc/self/status"); err == nil {
+			s := bufio.NewScanner(f)
+			for s.Scan() {
+				if strings.HasPrefix(s.Text(), "VmHWM:") {
+					fmt.Fprintf(os.Stderr, "statuscheck: peak memory %s\n", strings.TrimSpace(strings.TrimPrefix(s.Text(), "VmHWM:")))
+				}
+			}
+			f.Close()
+		}
+	}
+	os.Exit(code)
 }

@@ -134,7 +134,7 @@ func locate(path string) (string, []*crd.CRD, error) {
 			return "", nil, err
 		}
 		for _, p := range b.Problems {
-			if p.Code == bundle.CodeParse && isCSVFile(p.Pos.File) {
+			if (p.Code == bundle.CodeParse || p.Code == bundle.CodeLimit || p.Code == bundle.CodeSymlink) && isCSVFile(p.Pos.File) {
 				return "", nil, fmt.Errorf("%s: %s", p.Pos, p.Message)
 			}
 		}

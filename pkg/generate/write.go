@@ -18,6 +18,21 @@ import (
 // over the original; tests use it to stop generate at the worst moment.
 var beforeRename = func(tmp string) {}
 
+// KillBeforeRenameEnv, set to 1 in the environment, makes the process kill
+// itself (SIGKILL) between writing the temporary file and the rename: the
+// worst moment to die, which TestKilledBetweenWriteAndRename needs to
+// reach in a real process. Nothing else uses it.
+const KillBeforeRenameEnv = "STATUSCHECK_TEST_KILL_BEFORE_RENAME"
+
+func init() {
+	if os.Getenv(KillBeforeRenameEnv) == "1" {
+		beforeRename = func(string) {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal arrives; never return into the rename
+		}
+	}
+}
+
 // WriteFile replaces path with data, atomically: a temporary file in the
 // same directory is written, fsynced and given the original's mode (and,
 // where allowed, owner), then renamed over path, and the directory is

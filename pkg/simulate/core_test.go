@@ -244,3 +244,32 @@ func TestReplayStreamsInConstantMemory(t *testing.T) {
 	t.Logf("heap in use: %d KiB for 20k steps, %d KiB for 200k", small>>10, large>>10)
 	assert.Less(t, large, small+4<<20, "ten times the steps may not cost more than 4 MiB more heap")
 }
+
+func TestTraceLimits(t *testing.T) {
+	steps := strings.Repeat("- {actor: olm, check: {}}\n", 20)
+	body := "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\nstatusSource: {apiVersion: a.io/v1, kind: A, name: a}\ninitial: null\nsteps:\n" + steps
+	lim := DefaultLimits
+	lim.MaxSteps = 10
+	tr, err := OpenReader("long.yaml", strings.NewReader(body), OpenOptions{Limits: lim})
+	require.NoError(t, err)
+	cfg, _, err := (*Context)(nil).Config(tr, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
+	require.NoError(t, err)
+	_, err = Replay(tr, cfg, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "long.yaml:16: the trace is longer than 10 steps")
+
+	lim = DefaultLimits
+	lim.Manifest.MaxFileSize = 100
+	long := "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial: null\nsteps:\n- {actor: user, create: {apiVersion: a.io/v1, kind: A, metadata: {name: " + strings.Repeat("a", 200) + "}}}\n"
+	tr, err = OpenReader("wide.yaml", strings.NewReader(long), OpenOptions{Limits: lim})
+	if err == nil {
+		_, err = tr.Next()
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "wide.yaml:5:")
+	assert.Contains(t, err.Error(), "100-byte limit")
+
+	tr, err = OpenReader("big.yaml", strings.NewReader("apiVersion: a.io/v1\nkind: A\nmetadata: {name: a}\ndata: "+strings.Repeat("x", 300<<10)+"\n"), OpenOptions{Limits: lim})
+	require.Error(t, err, "a snapshot over the limit")
+	assert.Contains(t, err.Error(), "big.yaml")
+}

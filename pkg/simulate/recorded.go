@@ -271,14 +271,22 @@ func openSnapshots(t *Trace, br *bufio.Reader) error {
 			}
 		}
 	} else {
-		dec := yaml.NewDecoder(br)
+		// A YAML document's size is only known once it is parsed: the
+		// reader refuses to hand the parser more than the limit per
+		// document, so one huge snapshot cannot take the memory.
+		lr := &limitedReader{r: br, max: t.limits.Manifest.MaxFileSize}
+		dec := yaml.NewDecoder(lr)
 		d.source = func() (recording, error) {
 			for {
 				if ob, ok := pop(); ok {
 					return ob, nil
 				}
 				var n yaml.Node
+				lr.reset()
 				if err := dec.Decode(&n); err != nil {
+					if lr.over {
+						return recording{}, &TraceError{File: t.File, Msg: fmt.Sprintf("a snapshot over the %d-byte limit", lr.max)}
+					}
 					if errors.Is(err, io.EOF) {
 						return recording{}, io.EOF
 					}
@@ -305,6 +313,27 @@ func openSnapshots(t *Trace, br *bufio.Reader) error {
 	}
 	t.next = d.next
 	return d.prime()
+}
+
+// limitedReader fails a read once more than max bytes (plus the parser's
+// read-ahead) were read since the last reset.
+type limitedReader struct {
+	r    io.Reader
+	max  int64
+	n    int64
+	over bool
+}
+
+func (l *limitedReader) reset() { l.n = 0 }
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.max > 0 && l.n > l.max+64<<10 {
+		l.over = true
+		return 0, fmt.Errorf("document over the %d-byte limit", l.max)
+	}
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	return n, err
 }
 
 // prime reads up to the first recording, which is the initial state.

@@ -153,8 +153,11 @@ func ContextFromBundle(dir string) (*Context, error) {
 		return nil, err
 	}
 	csv := b.CSV()
-	if csv == nil {
+	switch {
+	case csv == nil:
 		return nil, fmt.Errorf("%s: no ClusterServiceVersion", dir)
+	case len(b.CSVs) > 1:
+		return nil, fmt.Errorf("%s holds %d ClusterServiceVersions (%s and %s); which status source is meant?", dir, len(b.CSVs), b.CSVs[0].Doc.File, b.CSVs[1].Doc.File)
 	}
 	raw, ok := csv.Obj.Annotations[contract.AnnotationKey]
 	if !ok {

@@ -166,7 +166,10 @@ func Open(path string, opts OpenOptions) (*Trace, error) {
 	return t, nil
 }
 
-var traceKindRE = regexp.MustCompile(`(?m)^kind:\s*["']?StatusTrace["']?\s*(#.*)?$`)
+var (
+	traceKindRE     = regexp.MustCompile(`(?m)^kind:\s*["']?StatusTrace["']?\s*(#.*)?$`)
+	jsonTraceKindRE = regexp.MustCompile(`"kind"\s*:\s*"StatusTrace"`)
+)
 
 // OpenReader is Open on a reader.
 func OpenReader(path string, r io.Reader, opts OpenOptions) (*Trace, error) {
@@ -184,7 +187,10 @@ func OpenReader(path string, r io.Reader, opts OpenOptions) (*Trace, error) {
 			return nil, &TraceError{File: path, Msg: "empty trace"}
 		case trimmed[0] == '{' || trimmed[0] == '[':
 			format = FormatSnapshots
-			if bytes.Contains(head, []byte(`"audit.k8s.io/`)) && bytes.Contains(head, []byte(`"Event"`)) {
+			switch {
+			case jsonTraceKindRE.Match(head):
+				format = FormatTrace // a StatusTrace written as JSON
+			case bytes.Contains(head, []byte(`"audit.k8s.io/`)) && bytes.Contains(head, []byte(`"Event"`)):
 				format = FormatAudit
 			}
 		case traceKindRE.Match(head):
@@ -217,6 +223,8 @@ type lineReader struct {
 	line int
 	peek *string
 	err  error
+	// max bounds a line (and so any one read), in bytes.
+	max int64
 }
 
 func (l *lineReader) next() (string, bool) {
@@ -226,15 +234,29 @@ func (l *lineReader) next() (string, bool) {
 		l.line++
 		return s, true
 	}
-	s, err := l.r.ReadString('\n')
-	if err != nil && (err != io.EOF || s == "") {
-		if err != io.EOF {
-			l.err = err
+	// ReadSlice, not ReadString: a line longer than the limit is refused
+	// before it is held in memory.
+	var b []byte
+	for {
+		part, err := l.r.ReadSlice('\n')
+		b = append(b, part...)
+		if l.max > 0 && int64(len(b)) > l.max {
+			l.err = fmt.Errorf("line %d is longer than the %d-byte limit", l.line+1, l.max)
+			return "", false
 		}
-		return "", false
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && (err != io.EOF || len(b) == 0) {
+			if err != io.EOF {
+				l.err = err
+			}
+			return "", false
+		}
+		break
 	}
 	l.line++
-	return s, true
+	return string(b), true
 }
 
 func (l *lineReader) unread(s string) {
@@ -263,13 +285,16 @@ var stepsKeyRE = regexp.MustCompile(`^steps:\s*(#.*)?$`)
 // memory. A trace whose steps are a flow sequence, or that has keys after
 // the steps, is read whole (up to Limits.MaxWhole).
 func openNative(t *Trace, br *bufio.Reader) error {
-	lr := &lineReader{r: br}
+	lr := &lineReader{r: br, max: t.limits.Manifest.MaxFileSize}
 	var header bytes.Buffer
 	streaming := false
 	for {
 		s, ok := lr.next()
 		if !ok {
 			break
+		}
+		if t.limits.Manifest.MaxFileSize > 0 && int64(header.Len()+len(s)) > t.limits.Manifest.MaxFileSize {
+			return &TraceError{File: t.File, Line: lr.line, Msg: fmt.Sprintf("the trace's header (before steps:) is over the %d-byte limit", t.limits.Manifest.MaxFileSize)}
 		}
 		if stepsKeyRE.MatchString(strings.TrimRight(s, "\r\n")) {
 			streaming = true
@@ -278,7 +303,7 @@ func openNative(t *Trace, br *bufio.Reader) error {
 		header.WriteString(s)
 	}
 	if lr.err != nil {
-		return fmt.Errorf("reading %s: %w", t.File, lr.err)
+		return &TraceError{File: t.File, Line: lr.line + 1, Msg: lr.err.Error()}
 	}
 	if !streaming {
 		// No block "steps:" key: the whole trace is in the header.
@@ -502,9 +527,12 @@ func (r *stepReader) fill() error {
 			items++
 		}
 		chunk.WriteString(s)
+		if max := r.t.limits.Manifest.MaxFileSize; max > 0 && int64(chunk.Len()) > max {
+			return &TraceError{File: r.t.File, Line: r.lr.line, Msg: fmt.Sprintf("a step is over the %d-byte limit", max)}
+		}
 	}
 	if r.lr.err != nil {
-		return fmt.Errorf("reading %s: %w", r.t.File, r.lr.err)
+		return &TraceError{File: r.t.File, Line: r.lr.line + 1, Msg: r.lr.err.Error()}
 	}
 	if items == 0 {
 		return nil

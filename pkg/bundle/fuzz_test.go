@@ -1,0 +1,59 @@
+package bundle
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+)
+
+// FuzzLoad puts arbitrary bytes into a bundle beside the good CSV and
+// loads it: nothing may panic, every problem must name a file inside the
+// bundle, and the good CSV must still be found unless the fuzzed file is a
+// second CSV.
+func FuzzLoad(f *testing.F) {
+	for _, s := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+		"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: {group: a.io, names: {kind: A}, versions: [{name: v1, served: true}]}\n",
+		"apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nspec: {group: a.io, version: v1, subresources: {status: {}}}\n",
+		"kind: ClusterServiceVersion\napiVersion: operators.coreos.com/v1alpha1\nmetadata: {name: two}\n",
+		"{\"apiVersion\": \"v1\", \"kind\": \"Secret\"}", "\x00\x01", "a: &a [*a]", "---\n---\n", "- 1\n- 2\n",
+	} {
+		f.Add([]byte(s))
+	}
+	csv, err := os.ReadFile(filepath.Join(good, csvName))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lim := manifest.Limits{MaxFileSize: 1 << 16, MaxDocuments: 50, MaxDepth: 64, MaxAliasNodes: 10_000}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		m := filepath.Join(dir, "manifests")
+		if err := os.MkdirAll(m, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(m, "a.clusterserviceversion.yaml"), csv, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(m, "fuzzed.yaml"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Load(dir, Options{Limits: &lim})
+		if err != nil {
+			t.Fatalf("load failed: %v", err)
+		}
+		for _, p := range b.Problems {
+			if !strings.HasPrefix(p.Pos.File, dir) {
+				t.Fatalf("problem without a file in the bundle: %+v", p)
+			}
+			if p.Message == "" {
+				t.Fatalf("problem without a message: %+v", p)
+			}
+		}
+		if b.CSV() == nil {
+			t.Fatalf("the good CSV was lost")
+		}
+	})
+}
