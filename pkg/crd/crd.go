@@ -73,6 +73,22 @@ func Decode(doc *manifest.Document) (*CRD, error) {
 	return c, nil
 }
 
+// DecodeAll decodes the CRD documents among docs, skipping the others.
+func DecodeAll(docs []*manifest.Document) ([]*CRD, error) {
+	var out []*CRD
+	for _, d := range docs {
+		if k, _ := d.Object()["kind"].(string); k != Kind {
+			continue
+		}
+		c, err := Decode(d)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Pos(), err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // Group is spec.group.
 func (c *CRD) Group() string { return c.V1.Spec.Group }
 

@@ -95,7 +95,7 @@ func FuzzSetAnnotation(f *testing.F) {
 			return
 		}
 		// A hang is a bug too: report the input rather than stall.
-		wd := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 10s for %q", data)) })
+		wd := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 30s for %q", data)) })
 		defer wd.Stop()
 		if _, err := manifest.Parse("in.yaml", data, manifest.DefaultLimits); err != nil {
 			return

@@ -53,36 +53,9 @@ type Derivation struct {
 	Notes []string
 }
 
-type example struct {
-	group, version, kind, name, namespace string
-}
-
-func (e example) apiVersion() string {
-	return schema.GroupVersion{Group: e.group, Version: e.version}.String()
-}
-
-func parseObject(s string) (example, error) {
-	var obj struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	if err := yaml.Unmarshal([]byte(s), &obj); err != nil {
-		return example{}, err
-	}
-	gv, err := schema.ParseGroupVersion(obj.APIVersion)
-	if err != nil {
-		return example{}, err
-	}
-	return example{group: gv.Group, version: gv.Version, kind: obj.Kind, name: obj.Metadata.Name, namespace: obj.Metadata.Namespace}, nil
-}
-
 // almExamples reads the CSV's alm-examples (a JSON, or in the wild YAML,
 // list of CRs).
-func almExamples(csv *v1alpha1.ClusterServiceVersion) []example {
+func almExamples(csv *v1alpha1.ClusterServiceVersion) []contract.ObjectRef {
 	raw := csv.Annotations["alm-examples"]
 	if strings.TrimSpace(raw) == "" {
 		return nil
@@ -91,13 +64,13 @@ func almExamples(csv *v1alpha1.ClusterServiceVersion) []example {
 	if err := yaml.Unmarshal([]byte(raw), &list); err != nil {
 		return nil
 	}
-	var out []example
+	var out []contract.ObjectRef
 	for _, item := range list {
 		data, err := yaml.Marshal(item)
 		if err != nil {
 			continue
 		}
-		if e, err := parseObject(string(data)); err == nil {
+		if e, err := contract.ParseObjectRef(string(data)); err == nil {
 			out = append(out, e)
 		}
 	}
@@ -247,8 +220,8 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 	}
 	if !v.identityGiven() || v.Kind == nil && v.APIVersion == nil {
 		if raw, ok := csv.Annotations[contract.InitializationResourceKey]; ok {
-			if e, err := parseObject(raw); err == nil && e.kind != "" && isOwned(e.group, e.kind) {
-				src.APIVersion, src.Kind, src.Name, src.Namespace = e.apiVersion(), e.kind, e.name, e.namespace
+			if e, err := contract.ParseObjectRef(raw); err == nil && e.Kind != "" && isOwned(e.Group, e.Kind) {
+				src.APIVersion, src.Kind, src.Name, src.Namespace = e.APIVersion(), e.Kind, e.Name, e.Namespace
 				d.From = "the initialization resource"
 				return nil
 			}
@@ -289,9 +262,9 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 	}
 	src.Kind = kind
 	// The version and name: from the kind's alm-examples entry.
-	var examples []example
+	var examples []contract.ObjectRef
 	for _, e := range almExamples(csv) {
-		if e.kind == kind && (group == "" || e.group == group) {
+		if e.Kind == kind && (group == "" || e.Group == group) {
 			examples = append(examples, e)
 		}
 	}
@@ -315,13 +288,13 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 	switch {
 	case len(examples) == 1:
 		e := examples[0]
-		group, version = e.group, e.version
-		src.Name, src.Namespace = e.name, e.namespace
+		group, version = e.Group, e.Version
+		src.Name, src.Namespace = e.Name, e.Namespace
 		d.From += " and its alm-examples entry"
 	case len(examples) > 1 && v.Name == nil:
 		var names []string
 		for _, e := range examples {
-			names = append(names, fmt.Sprintf("--name %s (alm-examples: %s %s)", e.name, e.apiVersion(), e.kind))
+			names = append(names, fmt.Sprintf("--name %s (alm-examples: %s %s)", e.Name, e.APIVersion(), e.Kind))
 		}
 		return &AmbiguousError{Reason: fmt.Sprintf("alm-examples has %d %s examples; pass --name", len(examples), kind), Candidates: names}
 	}
@@ -337,8 +310,8 @@ func describeOwned(csv *v1alpha1.ClusterServiceVersion, kinds []ownedKind) []str
 	for _, o := range kinds {
 		line := fmt.Sprintf("--kind %s --api-version %s/%s", o.kind, o.group, o.versions[0])
 		for _, e := range examples {
-			if e.kind == o.kind && e.group == o.group && e.name != "" {
-				line += " --name " + e.name
+			if e.Kind == o.kind && e.Group == o.group && e.Name != "" {
+				line += " --name " + e.Name
 				break
 			}
 		}

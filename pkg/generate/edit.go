@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
 // The editor changes one annotation of one document and leaves every other
@@ -326,17 +328,7 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "sequence"
-	case yaml.ScalarNode:
-		return "scalar"
-	case yaml.AliasNode:
-		return "alias"
-	}
-	return "mapping"
-}
+func kindName(n *yaml.Node) string { return manifest.KindName(n.Kind) }
 
 // replaceValue swaps the value of an existing entry, keeping its style
 // where the style can carry the value.

@@ -224,18 +224,7 @@ func crdsOfFile(p string) ([]*crd.CRD, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*crd.CRD
-	for _, d := range docs {
-		if k, _ := d.Object()["kind"].(string); k != crd.Kind {
-			continue
-		}
-		c, err := crd.Decode(d)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.Pos(), err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return crd.DecodeAll(docs)
 }
 
 // parseCSV finds and decodes the CSV document of a file.

@@ -549,7 +549,7 @@ func (c *converter) key(k *yaml.Node) (string, error) {
 		k = k.Alias
 	}
 	if k.Kind != yaml.ScalarNode {
-		return "", c.errorf(k, false, "a mapping key must be a scalar, not a %s", kindName(k.Kind))
+		return "", c.errorf(k, false, "a mapping key must be a scalar, not a %s", KindName(k.Kind))
 	}
 	kind, v, err := c.resolve(k)
 	if err != nil {
@@ -624,7 +624,8 @@ func (c *converter) resolve(n *yaml.Node) (scalarKind, interface{}, error) {
 	return kindStr, n.Value, nil
 }
 
-func kindName(k yaml.Kind) string {
+// KindName names a YAML node kind for messages ("a mapping", "a sequence").
+func KindName(k yaml.Kind) string {
 	switch k {
 	case yaml.MappingNode:
 		return "mapping"

@@ -277,7 +277,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		wd := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("WATCHDOG %q", data)) })
+		wd := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("WATCHDOG %q", data)) })
 		defer wd.Stop()
 		lim := Limits{MaxFileSize: 1 << 16, MaxDocuments: 50, MaxDepth: 64, MaxAliasNodes: 10_000}
 		docs, err := Parse("fuzz.yaml", data, lim)

@@ -37,7 +37,7 @@ func FuzzReadTrace(f *testing.F) {
 		if len(data) > 1<<16 {
 			return
 		}
-		wd := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 10s for %q", data)) })
+		wd := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 30s for %q", data)) })
 		defer wd.Stop()
 		opts := OpenOptions{Format: formats[int(which)%len(formats)], Source: src,
 			Limits: Limits{MaxSteps: 10_000, Manifest: manifest.Limits{MaxFileSize: 1 << 16, MaxDocuments: 100, MaxDepth: 64, MaxAliasNodes: 10_000}, MaxWhole: 1 << 16}}

@@ -217,16 +217,13 @@ func ContextFromCRD(file, ref string) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds, err := crd.DecodeAll(docs)
+	if err != nil {
+		return nil, err
+	}
 	gv := src.GroupVersion()
 	var kinds []string
-	for _, d := range docs {
-		if k, _ := d.Object()["kind"].(string); k != crd.Kind {
-			continue
-		}
-		c, err := crd.Decode(d)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.Pos(), err)
-		}
+	for _, c := range crds {
 		if c.Group() == gv.Group && c.Kind() == src.Kind {
 			return contextFor(src, c, "--crd "+filepath.Base(file))
 		}

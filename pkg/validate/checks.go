@@ -9,7 +9,6 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -25,8 +24,8 @@ func checkMissing(ctx *Context) []Issue {
 	}
 	msg := fmt.Sprintf("the ClusterServiceVersion %q declares no status source (annotation %s); OLM will gate upgrades on its OperatorCondition only", ctx.CSV.Obj.Name, contract.AnnotationKey)
 	if init, ok := ctx.CSV.Obj.Annotations[contract.InitializationResourceKey]; ok {
-		if obj, err := parseInitResource(init); err == nil && obj.kind != "" {
-			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (statuscheck generate derives it)", obj.kind, obj.name)
+		if obj, err := contract.ParseObjectRef(init); err == nil && obj.Kind != "" && ownedGroupKind(ctx.CSV.Obj, obj.Group, obj.Kind) {
+			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (statuscheck generate derives it)", obj.Kind, obj.Name)
 		}
 	}
 	is := atKey(ctx.CSV.Doc, manifest.NewPath("metadata", "annotations"), "%s", msg)
@@ -336,31 +335,6 @@ func checkSpelling(ctx *Context) []Issue {
 	return out
 }
 
-type initResource struct {
-	group, version, kind, name, namespace string
-}
-
-// parseInitResource reads the initialization-resource annotation, which
-// the console parses as JSON but which is written as YAML in the wild.
-func parseInitResource(s string) (initResource, error) {
-	var obj struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	if err := yaml.Unmarshal([]byte(s), &obj); err != nil {
-		return initResource{}, err
-	}
-	gv, err := schema.ParseGroupVersion(obj.APIVersion)
-	if err != nil {
-		return initResource{}, err
-	}
-	return initResource{group: gv.Group, version: gv.Version, kind: obj.Kind, name: obj.Metadata.Name, namespace: obj.Metadata.Namespace}, nil
-}
-
 func checkInitResource(ctx *Context) []Issue {
 	if !ctx.Resolvable() {
 		return nil
@@ -370,21 +344,21 @@ func checkInitResource(ctx *Context) []Issue {
 		return nil
 	}
 	p := manifest.NewPath("metadata", "annotations").Key(contract.InitializationResourceKey)
-	ir, err := parseInitResource(raw)
+	ir, err := contract.ParseObjectRef(raw)
 	if err != nil {
 		return []Issue{at(ctx.CSV.Doc, p, "the initialization resource cannot be read (%v), so it cannot be compared with the status source", err)}
 	}
 	src := ctx.Source
 	gv := src.GroupVersion()
 	var diffs []string
-	if ir.kind != src.Kind || ir.group != gv.Group {
-		diffs = append(diffs, fmt.Sprintf("kind %s.%s, not %s.%s", ir.kind, orCore(ir.group), src.Kind, gv.Group))
+	if ir.Kind != src.Kind || ir.Group != gv.Group {
+		diffs = append(diffs, fmt.Sprintf("kind %s.%s, not %s.%s", ir.Kind, orCore(ir.Group), src.Kind, gv.Group))
 	}
-	if ir.name != src.Name {
-		diffs = append(diffs, fmt.Sprintf("name %q, not %q", ir.name, src.Name))
+	if ir.Name != src.Name {
+		diffs = append(diffs, fmt.Sprintf("name %q, not %q", ir.Name, src.Name))
 	}
-	if ir.namespace != "" && src.Namespace != "" && ir.namespace != src.Namespace {
-		diffs = append(diffs, fmt.Sprintf("namespace %q, not %q", ir.namespace, src.Namespace))
+	if ir.Namespace != "" && src.Namespace != "" && ir.Namespace != src.Namespace {
+		diffs = append(diffs, fmt.Sprintf("namespace %q, not %q", ir.Namespace, src.Namespace))
 	}
 	if len(diffs) == 0 {
 		return nil

@@ -79,14 +79,14 @@ func TestCorpusWithStatusSource(t *testing.T) {
 		if !ok {
 			continue
 		}
-		ir, err := parseInitResource(raw)
+		ir, err := contract.ParseObjectRef(raw)
 		require.NoError(t, err, name)
-		if !ownedGroupKind(csv.Obj, ir.group, ir.kind) {
-			fmt.Fprintf(&out, "# %s: initialization resource %s.%s is not an owned CRD; not adopted\n", name, ir.kind, orCore(ir.group))
+		if !ownedGroupKind(csv.Obj, ir.Group, ir.Kind) {
+			fmt.Fprintf(&out, "# %s: initialization resource %s.%s is not an owned CRD; not adopted\n", name, ir.Kind, orCore(ir.Group))
 			continue
 		}
-		src := &contract.StatusSource{APIVersion: ir.group + "/" + ir.version, Kind: ir.kind, Name: ir.name, Namespace: ir.namespace}
-		if c := b.FindCRD(ir.group, ir.kind); c != nil && !c.Namespaced() {
+		src := &contract.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name, Namespace: ir.Namespace}
+		if c := b.FindCRD(ir.Group, ir.Kind); c != nil && !c.Namespaced() {
 			src.Namespace = ""
 		}
 		csv.Obj.Annotations[contract.AnnotationKey] = src.Marshal()
