@@ -340,7 +340,27 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		s.Upgraded = true
 		s.Requested, s.Acked = false, false
 	}
+	withVerdicts(cfg, &s, out.Verdicts, out.Violations)
 	return s, out, nil
+}
+
+// withVerdicts adds the gate's verdicts to the evidence of violations:
+// those evaluated at the step, or what the gate would say now.
+func withVerdicts(cfg *Config, s *State, evaluated []contract.Decision, vs []Violation) {
+	if len(vs) == 0 {
+		return
+	}
+	verdicts := make(map[contract.Policy]contract.Verdict, len(cfg.Policies))
+	for i, p := range cfg.Policies {
+		if evaluated != nil {
+			verdicts[p] = evaluated[i].Verdict
+		} else {
+			verdicts[p] = gate(cfg, s, p).Verdict
+		}
+	}
+	for i := range vs {
+		vs[i].Evidence.Verdicts = verdicts
+	}
 }
 
 // update applies a main-resource write (a merge patch) as the apiserver's
@@ -741,5 +761,6 @@ func Finish(cfg *Config, s State) []Violation {
 			out = append(out, v)
 		}
 	}
+	withVerdicts(cfg, &s, nil, out)
 	return out
 }

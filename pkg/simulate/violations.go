@@ -68,6 +68,8 @@ type Evidence struct {
 	Condition          string `json:"condition,omitempty"`
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	Token              int64  `json:"token,omitempty"`
+	// Verdicts are the gate's verdicts per policy at the step.
+	Verdicts map[contract.Policy]contract.Verdict `json:"verdicts,omitempty"`
 }
 
 // Violation is one finding of a run.
