@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -77,5 +76,3 @@ func (OS) ReadFile(name string, limit int64) ([]byte, error) {
 	}
 	return data, nil
 }
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -133,24 +133,6 @@ func toInt(v interface{}) (int64, bool) {
 	return 0, false
 }
 
-// Full renders the object as one map (for writing traces and snapshots).
-func (o Object) Full(apiVersion, kind string) map[string]interface{} {
-	out := map[string]interface{}{"apiVersion": apiVersion, "kind": kind}
-	md := map[string]interface{}{}
-	for k, v := range o.Meta {
-		md[k] = v
-	}
-	md["generation"] = o.Generation
-	out["metadata"] = md
-	for k, v := range o.Body {
-		out[k] = v
-	}
-	if o.Status != nil {
-		out["status"] = o.Status
-	}
-	return out
-}
-
 // mergePatch applies an RFC 7386 JSON merge patch, building new maps on
 // the way and sharing what it does not touch.
 func mergePatch(target map[string]interface{}, patch map[string]interface{}) map[string]interface{} {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"sort"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -579,14 +578,4 @@ func (t *Trace) source() *contract.StatusSource { return t.Source }
 func compactJSON(v interface{}) string {
 	data, _ := json.Marshal(v)
 	return string(data)
-}
-
-// sortedKeys is for stable output.
-func sortedKeys(m map[string]interface{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
