@@ -39,7 +39,7 @@ Run 'statuscheck rules' for the list of rules.`,
 			}
 			if isTerminal(a.stderr) {
 				var mu sync.Mutex
-				last := time.Now()
+				var last time.Time // the first call shows at once, then every 200ms
 				opts.CatalogProgress = func(n int) {
 					mu.Lock()
 					defer mu.Unlock()
