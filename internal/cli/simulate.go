@@ -123,14 +123,7 @@ func policies(name string) ([]contract.Policy, contract.Policy) {
 }
 
 func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
-	var ctx *simulate.Context
-	var err error
-	switch {
-	case f.bundleDir != "":
-		ctx, err = simulate.ContextFromBundle(f.bundleDir)
-	case f.crdFile != "":
-		ctx, err = simulate.ContextFromCRD(f.crdFile, f.source)
-	}
+	ctx, err := a.context(f)
 	if err != nil {
 		return 0, err
 	}
