@@ -16,8 +16,6 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
-var sprintf = fmt.Sprintf
-
 func checkMissing(ctx *Context) []Issue {
 	if ctx.CSV == nil || ctx.HasAnnotation {
 		return nil
@@ -173,7 +171,17 @@ func preserves(s *apiextv1.JSONSchemaProps) bool {
 	return s != nil && s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 }
 
+// conditions is where status.conditions stands in the version's schema,
+// worked out once per bundle for the four checks that read it.
 func (ctx *Context) conditions() conditionsInfo {
+	if ctx.conds == nil {
+		ci := ctx.findConditions()
+		ctx.conds = &ci
+	}
+	return *ctx.conds
+}
+
+func (ctx *Context) findConditions() conditionsInfo {
 	v := ctx.Version
 	ci := conditionsInfo{path: v.SchemaPath}
 	root := v.Schema

@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"fmt"
+
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
@@ -37,6 +39,8 @@ type Context struct {
 	CRD *crd.CRD
 	// Version is the CRD's version named by the source, or nil.
 	Version *crd.Version
+
+	conds *conditionsInfo // memo of conditions()
 }
 
 // NewContext resolves the status source of b.
@@ -95,11 +99,11 @@ func sev(s result.Severity) *result.Severity { return &s }
 // at is a helper for issues located by a path in a document.
 func at(doc *manifest.Document, p manifest.Path, format string, args ...interface{}) Issue {
 	pos, _ := doc.Locate(p)
-	return Issue{Pos: pos, Field: p.String(), Message: sprintf(format, args...)}
+	return Issue{Pos: pos, Field: p.String(), Message: fmt.Sprintf(format, args...)}
 }
 
 // atKey is at, pointing at the key of the deepest entry that exists.
 func atKey(doc *manifest.Document, p manifest.Path, format string, args ...interface{}) Issue {
 	pos, _ := doc.LocateKey(p)
-	return Issue{Pos: pos, Field: p.String(), Message: sprintf(format, args...)}
+	return Issue{Pos: pos, Field: p.String(), Message: fmt.Sprintf(format, args...)}
 }
