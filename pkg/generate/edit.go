@@ -39,22 +39,15 @@ func newText(data []byte) (*text, error) {
 	}
 	t := &text{data: data, nl: "\n"}
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
-		t.bom = 3
+		t.bom = 3 // positions start after the byte order mark
 	}
-	t.starts = []int{t.bom}
-	for i := t.bom; i < len(data); i++ {
-		switch data[i] {
-		case '\n':
-			t.starts = append(t.starts, i+1)
-		case '\r':
-			if i+1 < len(data) && data[i+1] == '\n' {
-				if len(t.starts) == 1 {
-					t.nl = "\r\n"
-				}
-				i++
-			}
-			t.starts = append(t.starts, i+1)
-		}
+	t.starts = manifest.LineStarts(data[t.bom:])
+	for i := range t.starts {
+		t.starts[i] += t.bom
+	}
+	// New lines are written the way the file's first line ends.
+	if len(t.starts) > 1 && bytes.HasSuffix(data[:t.starts[1]], []byte("\r\n")) {
+		t.nl = "\r\n"
 	}
 	return t, nil
 }

@@ -248,7 +248,7 @@ func syntaxError(file string, data []byte, err error) *Error {
 // file. Block-style YAML parses cleanly up to the line before a mistake, so L
 // is the line of the mistake.
 func problemLine(data []byte, from int, want string) int {
-	starts := lineStarts(data)
+	starts := LineStarts(data)
 	ends := append(starts[1:], len(data)) // ends[i] is the offset just past line i+1
 	if from < 1 || from > len(ends) {
 		return from
@@ -318,7 +318,7 @@ func columnOf(data []byte, line int, msg string) int {
 }
 
 func lineText(data []byte, line int) []byte {
-	starts := lineStarts(data)
+	starts := LineStarts(data)
 	if line < 1 || line > len(starts) {
 		return nil
 	}
@@ -329,9 +329,10 @@ func lineText(data []byte, line int) []byte {
 	return bytes.TrimRight(text, "\r\n\u0085\u2028\u2029")
 }
 
-// lineStarts gives the offset at which each line begins, counting line
-// breaks as YAML does: CRLF, CR, LF, and the Unicode NEL, LS and PS.
-func lineStarts(data []byte) []int {
+// LineStarts gives the offset at which each line begins, counting line
+// breaks as YAML does (and so as node positions count lines): CRLF, CR,
+// LF, and the Unicode NEL, LS and PS.
+func LineStarts(data []byte) []int {
 	starts := []int{0}
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; {
@@ -381,7 +382,7 @@ func (c *converter) startsWithBang(n *yaml.Node) bool {
 			c.src = nil // no "!" anywhere: nothing to look for, ever
 			return false
 		}
-		c.lineStarts = lineStarts(c.src)
+		c.lineStarts = LineStarts(c.src)
 	}
 	if n.Line > len(c.lineStarts) {
 		return false
