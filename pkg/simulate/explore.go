@@ -177,7 +177,7 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 		for _, idx := range frontier {
 			if err := ctx.Err(); err != nil {
 				res.Stopped = true
-				res.finish(cfg, nodes, len(visited), depth, start)
+				res.finish(len(visited), depth, start)
 				return res, nil
 			}
 			n := nodes[idx]
@@ -204,7 +204,7 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 				next = append(next, int32(len(nodes)-1))
 				if opts.MaxStates > 0 && len(visited) >= opts.MaxStates {
 					res.Stopped = true
-					res.finish(cfg, nodes, len(visited), depth, start)
+					res.finish(len(visited), depth, start)
 					return res, nil
 				}
 			}
@@ -222,11 +222,11 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 		res.Depth = depth + 1
 	}
 	res.Exhausted = len(frontier) == 0
-	res.finish(cfg, nodes, len(visited), res.Depth, start)
+	res.finish(len(visited), res.Depth, start)
 	return res, nil
 }
 
-func (r *ExploreResult) finish(cfg *Config, nodes []node, states, depth int, start time.Time) {
+func (r *ExploreResult) finish(states, depth int, start time.Time) {
 	r.States, r.Depth, r.Elapsed = states, depth, time.Since(start)
 	sort.SliceStable(r.Counterexamples, func(i, j int) bool {
 		return len(r.Counterexamples[i].Steps) < len(r.Counterexamples[j].Steps)
@@ -405,7 +405,7 @@ func encode(cfg *Config, n *node) string {
 	flag(s.CR.Exists)
 	spec, _ := s.CR.Body["spec"].(map[string]interface{})
 	flag(spec["storageLayer"] == "MariaDB")
-	b = append(b, tokenByte(s, spec, cfg))
+	b = append(b, tokenByte(s, cfg))
 	for _, c := range s.CR.Conditions {
 		b = append(b, c.Status[0])
 		if c.ObservedGeneration != nil {
@@ -465,7 +465,7 @@ func encode(cfg *Config, n *node) string {
 	return string(b)
 }
 
-func tokenByte(s *State, spec map[string]interface{}, cfg *Config) byte {
+func tokenByte(s *State, cfg *Config) byte {
 	if r := cfg.request(); r != nil && r.SpecPath != "" {
 		v, _ := nestedString(s.CR.Body, contract.FieldPath(r.SpecPath))
 		if n, err := strconv.Atoi(v); err == nil {
