@@ -10,6 +10,7 @@ package manifest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -369,10 +370,12 @@ type converter struct {
 	lineStarts []int
 }
 
-// startsWithBang reports whether the text at n's position is "!": the
-// non-specific tag, which go.yaml.in/yaml/v3 drops from the node but which
-// makes go.yaml.in/yaml/v2 (and so Kubernetes) read the scalar as a string.
-// A plain scalar cannot begin with "!", so the text tells.
+// startsWithBang reports whether n's properties, at n's position, hold
+// the non-specific tag "!", which go.yaml.in/yaml/v3 drops from the node but
+// which makes go.yaml.in/yaml/v2 (and so Kubernetes) read the scalar as a
+// string. yaml.v3 places a node at its first property, so the tag may come
+// after an anchor ("&a ! 0"), even on a later line; a plain scalar cannot
+// begin with "!" or "&", so the text tells.
 func (c *converter) startsWithBang(n *yaml.Node) bool {
 	if c.src == nil || n.Line < 1 || n.Column < 1 {
 		return false
@@ -392,7 +395,39 @@ func (c *converter) startsWithBang(n *yaml.Node) bool {
 		_, size := utf8.DecodeRune(c.src[off:])
 		off += size
 	}
-	return off < len(c.src) && c.src[off] == '!'
+	return nonSpecificTag(c.src[off:])
+}
+
+// nonSpecificTag reads the node properties (YAML 1.2 §6.9, an anchor and a
+// tag in either order, separated by blanks, line breaks or comments) at the
+// start of b and reports whether the tag is the bare "!" (or "!<!>").
+func nonSpecificTag(b []byte) bool {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	ends := func(c byte) bool { return isSpace(c) || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' }
+	i := 0
+	for props := 0; props < 2; props++ {
+		for i < len(b) && (isSpace(b[i]) || (b[i] == '#' && i > 0 && isSpace(b[i-1]))) {
+			if b[i] == '#' {
+				for i < len(b) && b[i] != '\n' && b[i] != '\r' {
+					i++
+				}
+				continue
+			}
+			i++
+		}
+		if i >= len(b) || (b[i] != '&' && b[i] != '!') {
+			return false
+		}
+		start := i
+		for i < len(b) && !ends(b[i]) {
+			i++
+		}
+		if b[start] == '!' {
+			tag := string(b[start:i])
+			return tag == "!" || tag == "!<!>" // "!<!>" is "!" written verbatim
+		}
+	}
+	return false
 }
 
 func (c *converter) errorf(n *yaml.Node, limit bool, format string, args ...interface{}) *Error {
@@ -601,8 +636,16 @@ func (c *converter) resolve(n *yaml.Node) (scalarKind, interface{}, error) {
 		return kind, v, nil
 	}
 	switch n.Tag {
-	case "!!str", "!!binary":
+	case "!!str":
 		return kindStr, n.Value, nil
+	case "!!binary":
+		// go.yaml.in/yaml/v2 (decode.go, scalar) hands on the decoded bytes
+		// as a string; Go's base64 skips the line breaks of a block scalar.
+		data, err := base64.StdEncoding.DecodeString(n.Value)
+		if err != nil {
+			return 0, nil, c.errorf(n, false, "!!binary value contains invalid base64 data")
+		}
+		return kindStr, string(data), nil
 	case "!!null":
 		return kindNull, nil, nil
 	case "!!bool", "!!int", "!!float", "!!timestamp":

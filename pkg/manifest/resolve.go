@@ -167,7 +167,10 @@ func keyString(kind scalarKind, v interface{}) (string, bool) {
 		case int64:
 			return strconv.FormatInt(n, 10), true
 		case float64:
-			return strconv.FormatUint(uint64(n), 10), true
+			// An integer past int64 is a uint64 in go.yaml.in/yaml/v2, and
+			// sigs.k8s.io/yaml refuses it as a key ("unsupported map key of
+			// type: uint64").
+			return "", false
 		}
 	case kindFloat:
 		s := strconv.FormatFloat(v.(float64), 'g', -1, 32)
