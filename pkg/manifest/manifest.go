@@ -344,12 +344,11 @@ func LineStarts(data []byte) []int {
 				i++
 			}
 			starts = append(starts, i+1)
-		case c == 0xC2 && i+1 < len(data) && data[i+1] == 0x85:
-			i++
-			starts = append(starts, i+1)
-		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
-			i += 2
-			starts = append(starts, i+1)
+		case c >= 0xC2:
+			if n := lineBreakLen(data[i:]); n > 0 {
+				i += n - 1
+				starts = append(starts, i+1)
+			}
 		}
 	}
 	return starts
@@ -402,24 +401,40 @@ func (c *converter) startsWithBang(n *yaml.Node) bool {
 // tag in either order, separated by blanks, line breaks or comments) at the
 // start of b and reports whether the tag is the bare "!" (or "!<!>").
 func nonSpecificTag(b []byte) bool {
-	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-	ends := func(c byte) bool { return isSpace(c) || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' }
+	blank := func(i int) int { // bytes of the blank or line break at i, or 0
+		if i >= len(b) {
+			return 0
+		}
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			return 1
+		}
+		return lineBreakLen(b[i:])
+	}
+	ends := func(i int) bool {
+		return blank(i) > 0 || b[i] == ',' || b[i] == '[' || b[i] == ']' || b[i] == '{' || b[i] == '}'
+	}
 	i := 0
 	for props := 0; props < 2; props++ {
-		for i < len(b) && (isSpace(b[i]) || (b[i] == '#' && i > 0 && isSpace(b[i-1]))) {
-			if b[i] == '#' {
-				for i < len(b) && b[i] != '\n' && b[i] != '\r' {
+		for afterBlank := false; i < len(b); {
+			if n := blank(i); n > 0 {
+				i += n
+				afterBlank = true
+				continue
+			}
+			if b[i] == '#' && afterBlank { // a comment runs to the line's end
+				for i < len(b) && b[i] != '\n' && b[i] != '\r' && lineBreakLen(b[i:]) == 0 {
 					i++
 				}
 				continue
 			}
-			i++
+			break
 		}
 		if i >= len(b) || (b[i] != '&' && b[i] != '!') {
 			return false
 		}
 		start := i
-		for i < len(b) && !ends(b[i]) {
+		for i < len(b) && !ends(i) {
 			i++
 		}
 		if b[start] == '!' {
@@ -428,6 +443,19 @@ func nonSpecificTag(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// lineBreakLen gives the length of the Unicode line break YAML 1.1 (and so
+// go.yaml.in/yaml/v3) knows beside CR and LF at the start of b: NEL (U+0085),
+// LS (U+2028) or PS (U+2029); 0 when there is none.
+func lineBreakLen(b []byte) int {
+	switch {
+	case len(b) >= 2 && b[0] == 0xC2 && b[1] == 0x85:
+		return 2
+	case len(b) >= 3 && b[0] == 0xE2 && b[1] == 0x80 && (b[2] == 0xA8 || b[2] == 0xA9):
+		return 3
+	}
+	return 0
 }
 
 func (c *converter) errorf(n *yaml.Node, limit bool, format string, args ...interface{}) *Error {

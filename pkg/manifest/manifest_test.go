@@ -69,7 +69,7 @@ func TestScalarsResolveAsKubernetesDoes(t *testing.T) {
 		{name: "json", yaml: `{"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}`, want: `{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap"}`},
 		{name: "version-like strings", yaml: "a: 1.0.0\nb: v1\nc: 1.10", want: `{"a":"1.0.0","b":"v1","c":1.1}`},
 		{name: "the non-specific tag makes a string", yaml: "a: ! 0\nb: ! true\nc: !<!> 1", want: `{"a":"0","b":"true","c":"1"}`},
-		{name: "the non-specific tag after an anchor", yaml: "a: &x ! 0\nb: *x\nc: ! &y 1\nd: &z\n  ! 2\ne: &w # c\n  ! 3", want: `{"a":"0","b":"0","c":"1","d":"2","e":"3"}`},
+		{name: "the non-specific tag after an anchor", yaml: "a: &x ! 0\nb: *x\nc: ! &y 1\nd: &z\n  ! 2\ne: &w # c\n  ! 3\nf: &v\u0085 !\u2028 4\ng: &u\u0085# c\n  ! 5", want: `{"a":"0","b":"0","c":"1","d":"2","e":"3","f":"4","g":"5"}`},
 		{name: "an anchor without a tag", yaml: "a: &x 0\nb: [&y 1, *y]", want: `{"a":0,"b":[1,1]}`},
 		{name: "big unsigned integers", yaml: "a: 18446744073709551615", want: `{"a":18446744073709552000}`},
 	}
