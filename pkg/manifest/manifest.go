@@ -375,6 +375,12 @@ type converter struct {
 // string. yaml.v3 places a node at its first property, so the tag may come
 // after an anchor ("&a ! 0"), even on a later line; a plain scalar cannot
 // begin with "!" or "&", so the text tells.
+//
+// An empty node is the exception: yaml.v3 places it where its scanner
+// stood, which may be inside a comment ("? a\n#!") or at the next node.
+// So the position counts only when it is the start of a property token,
+// after an indicator or at the start of a line, and, for an empty node,
+// when no content follows the properties.
 func (c *converter) startsWithBang(n *yaml.Node) bool {
 	if c.src == nil || n.Line < 1 || n.Column < 1 {
 		return false
@@ -385,22 +391,44 @@ func (c *converter) startsWithBang(n *yaml.Node) bool {
 			return false
 		}
 		c.lineStarts = LineStarts(c.src)
+		if bytes.HasPrefix(c.src, []byte("\ufeff")) {
+			c.lineStarts[0] = 3 // yaml.v3 does not count the byte order mark
+		}
 	}
 	if n.Line > len(c.lineStarts) {
 		return false
 	}
-	off := c.lineStarts[n.Line-1]
+	lineStart := c.lineStarts[n.Line-1]
+	off := lineStart
 	for col := 1; col < n.Column && off < len(c.src); col++ {
 		_, size := utf8.DecodeRune(c.src[off:])
 		off += size
 	}
-	return nonSpecificTag(c.src[off:])
+	if off >= len(c.src) || (c.src[off] != '!' && c.src[off] != '&') {
+		return false
+	}
+	j := off - 1
+	for j >= lineStart && (c.src[j] == ' ' || c.src[j] == '\t') {
+		j--
+	}
+	if j >= lineStart && bytes.IndexByte([]byte(":-?,[{"), c.src[j]) < 0 {
+		return false // not where a node's properties can start: a comment
+	}
+	tag, rest := properties(c.src[off:])
+	if tag != "!" && tag != "!<!>" { // "!<!>" is "!" written verbatim
+		return false
+	}
+	if n.Value == "" && n.Style == 0 && !endsNode(rest) {
+		return false // the properties of the node that follows
+	}
+	return true
 }
 
-// nonSpecificTag reads the node properties (YAML 1.2 §6.9, an anchor and a
-// tag in either order, separated by blanks, line breaks or comments) at the
-// start of b and reports whether the tag is the bare "!" (or "!<!>").
-func nonSpecificTag(b []byte) bool {
+// properties reads the node properties (YAML 1.2 §6.9: an anchor and a
+// tag, in either order, separated by blanks, line breaks or comments) at the
+// start of b. It gives the tag as written ("" when there is none) and what
+// follows the properties.
+func properties(b []byte) (tag string, rest []byte) {
 	blank := func(i int) int { // bytes of the blank or line break at i, or 0
 		if i >= len(b) {
 			return 0
@@ -416,33 +444,55 @@ func nonSpecificTag(b []byte) bool {
 	}
 	i := 0
 	for props := 0; props < 2; props++ {
-		for afterBlank := false; i < len(b); {
-			if n := blank(i); n > 0 {
-				i += n
+		j := i
+		for afterBlank := false; j < len(b); {
+			if n := blank(j); n > 0 {
+				j += n
 				afterBlank = true
 				continue
 			}
-			if b[i] == '#' && afterBlank { // a comment runs to the line's end
-				for i < len(b) && b[i] != '\n' && b[i] != '\r' && lineBreakLen(b[i:]) == 0 {
-					i++
+			if b[j] == '#' && afterBlank { // a comment runs to the line's end
+				for j < len(b) && b[j] != '\n' && b[j] != '\r' && lineBreakLen(b[j:]) == 0 {
+					j++
 				}
 				continue
 			}
 			break
 		}
-		if i >= len(b) || (b[i] != '&' && b[i] != '!') {
-			return false
+		if j >= len(b) || (b[j] != '&' && b[j] != '!') || (props > 0 && j == i) {
+			break
 		}
-		start := i
-		for i < len(b) && !ends(i) {
-			i++
+		start := j
+		for j < len(b) && !ends(j) {
+			j++
 		}
 		if b[start] == '!' {
-			tag := string(b[start:i])
-			return tag == "!" || tag == "!<!>" // "!<!>" is "!" written verbatim
+			if tag != "" {
+				break // a second tag: not properties yaml.v3 accepts
+			}
+			tag = string(b[start:j])
 		}
+		i = j
 	}
-	return false
+	return tag, b[i:]
+}
+
+// endsNode reports whether b, what follows a node's properties, holds no
+// content: only blanks, a comment, a line break, the end, or an indicator
+// that closes the node (",", "]", "}" or a ":" before a value).
+func endsNode(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t':
+			continue
+		case '\n', '\r', '#', ',', ']', '}':
+			return true
+		case ':':
+			return i+1 == len(b) || bytes.IndexByte([]byte(" \t\r\n,]}"), b[i+1]) >= 0 || lineBreakLen(b[i+1:]) > 0
+		}
+		return lineBreakLen(b[i:]) > 0
+	}
+	return true
 }
 
 // lineBreakLen gives the length of the Unicode line break YAML 1.1 (and so

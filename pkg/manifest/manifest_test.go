@@ -101,6 +101,11 @@ func TestAgreesWithSigsYAML(t *testing.T) {
 		"? [a]\n: 1\n", "? {a: b}\n: 1\n", "*a: 1\n", "&a b: *a\n", "a: &a b\n*a : c\n", "a: !!binary aGk=\n", "a: !!binary |\n  aGVs\n  bG8=\n", "!!binary aGk=: 1\n", "a: !!binary \"aGk=\"\n", "a: !!binary x\n",
 		"a: 'x\n\n  y'\n", "a: \"\\x41\\u00e9\\N\\_\"\n", "a: >+\n  x\n\n", "a: |2-\n   x\n",
 		"a:\n- b\n-\n- ~\n", "[1, 2]\n", "- a: 1\n  b: 2\n", "a: b: c\n", "a: [b, c]: d\n",
+		"a: !\n", "a: ! \n", "a: [!, 1]\n", "a: {!: 1}\n", "! : 1\n", "a: &x !\nb: *x\n", "a: ! ''\n", "a: !\n  0\n",
+		"? ! 0\n: 1\n", "- ! 0\n- &a ! 1\n- *a\n", "a: ! !x 0\n", "a: &a &b 0\n", "a: !x! 0\n", "a: !!\n", "a: !<> 0\n",
+		"a: ! |\n  0\n", "a: ! >\n  0\n", "a: !\t0\n", "a: !\r\n  0\r\n", "{a: ! 0}", "[! 0, ! 1]", "a: ! -1\n", "a: ! .5\n", "a: ! null\n",
+		"? !\n# !", "? !\n#!", "? a\n#!", "- ? !\n  #!\n", "a: # !\n", "? !\n  # !\n", "\uFEFFa: ! 0\n", "\uFEFF! 0", "a:\n! b: c\n",
+		"a:\n! : c\n", "{a: , ! b: c}", "? !\n: \n", "[a, ! ]", "{! : 1, &x ! : 2}", "a: ! # c\nb: 1\n", "- &a ! \n- *a\n", "a: &x ! &y 0\n",
 	} {
 		t.Run(in, func(t *testing.T) {
 			ours, oerr := ourJSON(t, in)
