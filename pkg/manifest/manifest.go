@@ -11,6 +11,7 @@ package manifest
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -138,6 +140,12 @@ func Parse(file string, data []byte, lim Limits) (docs []*Document, err error) {
 		return nil, &Error{Pos: Position{File: file}, Limit: true,
 			Msg: fmt.Sprintf("file is %d bytes, over the %d-byte limit", len(data), lim.MaxFileSize)}
 	}
+	if utf8Data, msg, ok := fromUTF16(data); ok {
+		if msg != "" {
+			return nil, &Error{Pos: Position{File: file, Line: 1, Column: 1}, Msg: msg}
+		}
+		data = utf8Data
+	}
 	if msg := checkEncoding(data); msg != "" {
 		return nil, &Error{Pos: Position{File: file, Line: 1, Column: 1}, Msg: msg}
 	}
@@ -185,12 +193,48 @@ func Convert(file string, n *yaml.Node, lim Limits) (v interface{}, err error) {
 	return c.value(n, 0)
 }
 
+// fromUTF16 turns UTF-16 text with a byte order mark, which YAML allows
+// and the YAML parsers decode, into UTF-8, so that every check that reads
+// the text sees the characters the parser saw. ok is false when data is not
+// UTF-16; msg says why UTF-16 text cannot be read.
+func fromUTF16(data []byte) (out []byte, msg string, ok bool) {
+	var order binary.ByteOrder
+	switch {
+	case bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
+		order = binary.BigEndian
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}):
+		order = binary.LittleEndian
+	default:
+		return nil, "", false
+	}
+	if len(data)%2 != 0 {
+		return nil, "UTF-16 text with an odd number of bytes", true
+	}
+	units := make([]uint16, 0, len(data)/2-1)
+	for i := 2; i+1 < len(data); i += 2 {
+		units = append(units, order.Uint16(data[i:]))
+	}
+	out = make([]byte, 0, len(units))
+	for i := 0; i < len(units); i++ {
+		r := rune(units[i])
+		if utf16.IsSurrogate(r) {
+			if i+1 >= len(units) {
+				return nil, "UTF-16 text ends inside a surrogate pair", true
+			}
+			r = utf16.DecodeRune(r, rune(units[i+1]))
+			if r == utf8.RuneError {
+				return nil, "invalid UTF-16 surrogate pair", true
+			}
+			i++
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return out, "", true
+}
+
 // checkEncoding rejects what the YAML parser would misreport: binary bytes
 // and text that is neither UTF-8 nor UTF-16 with a byte order mark.
 func checkEncoding(data []byte) string {
-	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
-		return "" // UTF-16 with a BOM: the YAML parser decodes it
-	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		line := 1 + bytes.Count(data[:i], []byte{'\n'})
 		return fmt.Sprintf("binary content (a NUL byte on line %d); not a YAML or JSON manifest", line)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -249,6 +250,7 @@ func TestEncodings(t *testing.T) {
 		{name: "utf-8 with a byte order mark", data: []byte("\xef\xbb\xbfapiVersion: v1\nkind: ConfigMap\n"), kindLine: 2},
 		{name: "crlf line endings", data: []byte("apiVersion: v1\r\nkind: ConfigMap\r\n"), kindLine: 2},
 		{name: "utf-16le with a byte order mark", data: utf16le("apiVersion: v1\nkind: ConfigMap\n"), kindLine: 2},
+		{name: "utf-16be with a byte order mark", data: utf16be("apiVersion: v1\n\nkind: ConfigMap\n"), kindLine: 3},
 		{name: "json", data: []byte("{\"apiVersion\":\"v1\",\n \"kind\":\"ConfigMap\"}"), kindLine: 2},
 	}
 	for _, tt := range tests {
@@ -263,10 +265,49 @@ func TestEncodings(t *testing.T) {
 	}
 }
 
+func TestUTF16(t *testing.T) {
+	// Read as sigs.k8s.io/yaml reads it: the text checks (the "!" tag
+	// here) see the decoded characters, not the UTF-16 bytes.
+	in := "a: ! 0\nb: \U0001F600 x\nc: &y ! 1\n"
+	kube, err := kubeJSON(t, string(utf16le(in)))
+	require.NoError(t, err)
+	for _, data := range [][]byte{utf16le(in), utf16be(in)} {
+		docs, err := Parse("u.yaml", data, DefaultLimits)
+		require.NoError(t, err)
+		got, _ := json.Marshal(docs[0].Value)
+		assert.JSONEq(t, kube, string(got))
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		msg  string
+	}{
+		{name: "odd length", data: append(utf16le("a: 1"), 'x'), msg: "odd number of bytes"},
+		{name: "cut surrogate pair", data: utf16le("a: \U0001F600")[:10], msg: "surrogate pair"},
+		{name: "NUL in UTF-16", data: utf16le("a: \x00"), msg: "binary content"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("u.yaml", tc.data, DefaultLimits)
+			var me *Error
+			require.True(t, errors.As(err, &me), "%v", err)
+			assert.Contains(t, me.Msg, tc.msg)
+			assert.Contains(t, me.Error(), "u.yaml")
+		})
+	}
+}
+
+func utf16be(s string) []byte {
+	out := []byte{0xFE, 0xFF}
+	for _, u := range utf16.Encode([]rune(s)) {
+		out = append(out, byte(u>>8), byte(u))
+	}
+	return out
+}
+
 func utf16le(s string) []byte {
 	out := []byte{0xFF, 0xFE}
-	for _, r := range s {
-		out = append(out, byte(r), 0)
+	for _, u := range utf16.Encode([]rune(s)) {
+		out = append(out, byte(u), byte(u>>8))
 	}
 	return out
 }
