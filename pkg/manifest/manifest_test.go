@@ -351,12 +351,17 @@ func TestDecodeIntoPointsAtTheBadField(t *testing.T) {
 // against. (Keys that are the same value, 0 and 0x0 or a repeated key, are
 // one map entry in yaml.v2: the last one wins there too, and the fuzz target
 // still compares those.)
-func mixedTypeKeys(n *yaml3.Node) bool {
+//
+// src is the text n was parsed from: the "!" tag is read from it.
+func mixedTypeKeys(src []byte, n *yaml3.Node) bool {
 	type keyVal struct {
 		kind scalarKind
 		v    interface{}
 	}
-	c := converter{lim: DefaultLimits}
+	if u, _, ok := fromUTF16(src); ok {
+		src = u
+	}
+	c := converter{lim: DefaultLimits, src: src}
 	visited := map[*yaml3.Node]bool{}
 	// keysOf adds the keys of mapping m, and of what it merges, to seen.
 	var keysOf func(m *yaml3.Node, seen map[string]keyVal, depth int) bool
@@ -443,6 +448,7 @@ func TestMixedTypeKeys(t *testing.T) {
 		{name: "int and float", yaml: "1: a\n1.0: b\n", mixed: true},
 		{name: "bool and string", yaml: "a:\n  true: 1\n  'true': 2\n", mixed: true},
 		{name: "through a merge", yaml: "a: &a {0: x}\nb:\n  <<: *a\n  '0': y\n", mixed: true},
+		{name: "int and a string by the ! tag", yaml: "! 0: a\n0: b\n", mixed: true},
 		{name: "same int twice", yaml: "0: a\n0x0: b\n", mixed: false},
 		{name: "repeated key", yaml: "a: 1\na: 2\n", mixed: false},
 		{name: "timestamp and its text", yaml: "2001-01-01: a\n'2001-01-01': b\n", mixed: false},
@@ -451,7 +457,7 @@ func TestMixedTypeKeys(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			docs, err := Parse("t.yaml", []byte(tc.yaml), DefaultLimits)
 			require.NoError(t, err)
-			assert.Equal(t, tc.mixed, mixedTypeKeys(docs[0].Node))
+			assert.Equal(t, tc.mixed, mixedTypeKeys([]byte(tc.yaml), docs[0].Node))
 		})
 	}
 	// Parse keeps the last key written, whatever its type.
@@ -492,7 +498,7 @@ func FuzzParse(f *testing.F) {
 		if len(docs) != 1 || strings.Contains(string(data), "---") || strings.Contains(string(data), "!!") {
 			return
 		}
-		if mixedTypeKeys(docs[0].Node) {
+		if mixedTypeKeys(data, docs[0].Node) {
 			return // sigs.k8s.io/yaml's answer is random here; see mixedTypeKeys
 		}
 		ours, _ := json.Marshal(docs[0].Value)
