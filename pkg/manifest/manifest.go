@@ -214,7 +214,9 @@ func fromUTF16(data []byte) (out []byte, msg string, ok bool) {
 	for i := 2; i+1 < len(data); i += 2 {
 		units = append(units, order.Uint16(data[i:]))
 	}
-	out = make([]byte, 0, len(units))
+	// The byte order mark stays, as a UTF-8 one: the parser treats a mark
+	// at the start of a stream differently from one after it.
+	out = append(make([]byte, 0, 3+len(units)), "\ufeff"...)
 	for i := 0; i < len(units); i++ {
 		r := rune(units[i])
 		if utf16.IsSurrogate(r) {

@@ -115,6 +115,14 @@ func TestAgreesWithSigsYAML(t *testing.T) {
 			assert.Equal(t, kube, ours)
 		})
 	}
+	// Plain scalars, each as a value and as a key.
+	for _, v := range []string{"1_0.5", "_1", "1_", "0x_", "-_1", "+_1", "0b_1", ".5_", "1e1_0", "0_x1", "-0x1F", "0X1F", "0B1", "-.5", "+1.e5", "1.e5", "1e5", "1E5", "-0b", "0b2", "0o8", "0o", "-0o7", "+0x1", "0x-1", "1__", "._5", "0.0.0", "1,000", "1:2", "-1:20", "1:60", "1:2:3.5", "1_2:30", ".NaN", ".NAN", ".Nan", "+.inf", ".INF", "+.Inf", "-.Inf", "~", "NULL", "nULL", "Yes", "yES", "On", "oN", "Y", "N", "TRUE", "tRUE", "FALSE", "0xFFFFFFFFFFFFFFFF", "0x10000000000000000", "-0x8000000000000000", "-0x8000000000000001", "0b1111111111111111111111111111111111111111111111111111111111111111", "99999999999999999999", "-99999999999999999999", "1e309", "-1e309", "4.9e-325", "2001-01-01t00:00:00z", "2001-1-1", "2001-01-01 00:00:00 +1", "2001-01-01T00:00:00.5-07:00", "2001-01-01   00:00:00", "20010101", "0001-01-01", "2001-13-01", "2001-02-30"} {
+		in := "a: " + v + "\n" + v + ": b\n"
+		ours, oerr := ourJSON(t, in)
+		kube, kerr := kubeJSON(t, in)
+		assert.Equal(t, kerr == nil, oerr == nil, "%q: errors: ours %v, sigs.k8s.io/yaml %v", v, oerr, kerr)
+		assert.Equal(t, kube, ours, "%q", v)
+	}
 }
 
 func TestParseDocuments(t *testing.T) {
@@ -268,14 +276,21 @@ func TestEncodings(t *testing.T) {
 func TestUTF16(t *testing.T) {
 	// Read as sigs.k8s.io/yaml reads it: the text checks (the "!" tag
 	// here) see the decoded characters, not the UTF-16 bytes.
-	in := "a: ! 0\nb: \U0001F600 x\nc: &y ! 1\n"
-	kube, err := kubeJSON(t, string(utf16le(in)))
-	require.NoError(t, err)
-	for _, data := range [][]byte{utf16le(in), utf16be(in)} {
-		docs, err := Parse("u.yaml", data, DefaultLimits)
+	for _, in := range []string{
+		"a: ! 0\nb: \U0001F600 x\nc: &y ! 1\n",
+		"\ufeff\n\u3030", // a second byte order mark, which is not the stream's
+	} {
+		kube, err := kubeJSON(t, string(utf16le(in)))
 		require.NoError(t, err)
-		got, _ := json.Marshal(docs[0].Value)
-		assert.JSONEq(t, kube, string(got))
+		for _, data := range [][]byte{utf16le(in), utf16be(in)} {
+			docs, err := Parse("u.yaml", data, DefaultLimits)
+			require.NoError(t, err)
+			got := []byte("null")
+			if len(docs) > 0 {
+				got, _ = json.Marshal(docs[0].Value)
+			}
+			assert.JSONEq(t, kube, string(got), "%q", in)
+		}
 	}
 	for _, tc := range []struct {
 		name string
