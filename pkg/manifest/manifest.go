@@ -172,7 +172,7 @@ func Parse(file string, data []byte, lim Limits) (docs []*Document, err error) {
 			return docs, &Error{Pos: Position{File: file, Line: root.Line, Column: root.Column}, Limit: true,
 				Msg: fmt.Sprintf("more than %d documents in one file", lim.MaxDocuments)}
 		}
-		c := converter{file: file, lim: lim, src: data}
+		c := converter{file: file, lim: lim, src: data, root: root}
 		v, cerr := c.value(root, 0)
 		if cerr != nil {
 			return docs, cerr
@@ -413,6 +413,10 @@ type converter struct {
 	// src is the text parsed, to see what the node tree cannot show.
 	src        []byte
 	lineStarts []int
+	// root is the document being converted, and lastAt, built when first
+	// needed, the last node in it at each position.
+	root   *yaml.Node
+	lastAt map[[2]int]*yaml.Node
 }
 
 // startsWithBang reports whether n's properties, at n's position, hold
@@ -464,10 +468,32 @@ func (c *converter) startsWithBang(n *yaml.Node) bool {
 	if tag != "!" && tag != "!<!>" { // "!<!>" is "!" written verbatim
 		return false
 	}
-	if n.Value == "" && n.Style == 0 && !endsNode(rest) {
+	if n.Value == "" && n.Style == 0 && (!endsNode(rest) || c.placedAtNext(n)) {
 		return false // the properties of the node that follows
 	}
 	return true
+}
+
+// placedAtNext reports whether a node after n in the document (in the
+// order the text lists them) sits at n's position: then n is an empty node
+// placed at the next one's properties ("? 0\n! :"), and they are not n's.
+func (c *converter) placedAtNext(n *yaml.Node) bool {
+	if c.root == nil {
+		return false
+	}
+	if c.lastAt == nil {
+		c.lastAt = map[[2]int]*yaml.Node{}
+		var walk func(*yaml.Node)
+		walk = func(m *yaml.Node) {
+			c.lastAt[[2]int{m.Line, m.Column}] = m
+			for _, ch := range m.Content {
+				walk(ch)
+			}
+		}
+		walk(c.root)
+	}
+	last := c.lastAt[[2]int{n.Line, n.Column}]
+	return last != nil && last != n
 }
 
 // properties reads the node properties (YAML 1.2 §6.9: an anchor and a

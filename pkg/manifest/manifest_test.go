@@ -107,6 +107,7 @@ func TestAgreesWithSigsYAML(t *testing.T) {
 		"a: ! |\n  0\n", "a: ! >\n  0\n", "a: !\t0\n", "a: !\r\n  0\r\n", "{a: ! 0}", "[! 0, ! 1]", "a: ! -1\n", "a: ! .5\n", "a: ! null\n",
 		"? !\n# !", "? !\n#!", "? a\n#!", "- ? !\n  #!\n", "a: # !\n", "? !\n  # !\n", "\uFEFFa: ! 0\n", "\uFEFF! 0", "a:\n! b: c\n",
 		"a:\n! : c\n", "{a: , ! b: c}", "? !\n: \n", "[a, ! ]", "{! : 1, &x ! : 2}", "a: ! # c\nb: 1\n", "- &a ! \n- *a\n", "a: &x ! &y 0\n",
+		"? 0\n! :", "? a\n&x ! : 1\n", "- ? 0\n  ! : 1\n", "{? a, ! : 1}", "? 0\n! :\n! b: c\n",
 	} {
 		t.Run(in, func(t *testing.T) {
 			ours, oerr := ourJSON(t, in)
@@ -376,7 +377,7 @@ func mixedTypeKeys(src []byte, n *yaml3.Node) bool {
 	if u, _, ok := fromUTF16(src); ok {
 		src = u
 	}
-	c := converter{lim: DefaultLimits, src: src}
+	c := converter{lim: DefaultLimits, src: src, root: n}
 	visited := map[*yaml3.Node]bool{}
 	// keysOf adds the keys of mapping m, and of what it merges, to seen.
 	var keysOf func(m *yaml3.Node, seen map[string]keyVal, depth int) bool
