@@ -390,7 +390,7 @@ func LineStarts(data []byte) []int {
 				i++
 			}
 			starts = append(starts, i+1)
-		case c >= 0xC2:
+		case c >= 0xC2: // NEL, LS and PS are UTF-8 sequences from 0xC2 up
 			if n := lineBreakLen(data[i:]); n > 0 {
 				i += n - 1
 				starts = append(starts, i+1)
@@ -502,11 +502,7 @@ func (c *converter) placedAtNext(n *yaml.Node) bool {
 // follows the properties.
 func properties(b []byte) (tag string, rest []byte) {
 	blank := func(i int) int { // bytes of the blank or line break at i, or 0
-		if i >= len(b) {
-			return 0
-		}
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
+		if i < len(b) && (b[i] == ' ' || b[i] == '\t') {
 			return 1
 		}
 		return lineBreakLen(b[i:])
@@ -524,7 +520,7 @@ func properties(b []byte) (tag string, rest []byte) {
 				continue
 			}
 			if b[j] == '#' && afterBlank { // a comment runs to the line's end
-				for j < len(b) && b[j] != '\n' && b[j] != '\r' && lineBreakLen(b[j:]) == 0 {
+				for j < len(b) && lineBreakLen(b[j:]) == 0 {
 					j++
 				}
 				continue
@@ -557,21 +553,24 @@ func endsNode(b []byte) bool {
 		switch b[i] {
 		case ' ', '\t':
 			continue
-		case '\n', '\r', '#', ',', ']', '}':
+		case '#', ',', ']', '}':
 			return true
 		case ':':
-			return i+1 == len(b) || bytes.IndexByte([]byte(" \t\r\n,]}"), b[i+1]) >= 0 || lineBreakLen(b[i+1:]) > 0
+			return i+1 == len(b) || bytes.IndexByte([]byte(" \t,]}"), b[i+1]) >= 0 || lineBreakLen(b[i+1:]) > 0
 		}
 		return lineBreakLen(b[i:]) > 0
 	}
 	return true
 }
 
-// lineBreakLen gives the length of the Unicode line break YAML 1.1 (and so
-// go.yaml.in/yaml/v3) knows beside CR and LF at the start of b: NEL (U+0085),
-// LS (U+2028) or PS (U+2029); 0 when there is none.
+// lineBreakLen gives the length of the line break at the start of b, 0 when
+// there is none: CR, LF, and the Unicode breaks YAML 1.1 (and so
+// go.yaml.in/yaml/v3) knows too, NEL (U+0085), LS (U+2028) and PS (U+2029).
+// A CRLF is two breaks to it; LineStarts joins them.
 func lineBreakLen(b []byte) int {
 	switch {
+	case len(b) >= 1 && (b[0] == '\n' || b[0] == '\r'):
+		return 1
 	case len(b) >= 2 && b[0] == 0xC2 && b[1] == 0x85:
 		return 2
 	case len(b) >= 3 && b[0] == 0xE2 && b[1] == 0x80 && (b[2] == 0xA8 || b[2] == 0xA9):
