@@ -26,46 +26,25 @@ var ErrNoCSV = errors.New("no ClusterServiceVersion document")
 
 // text is the file being edited, with its line structure.
 type text struct {
-	data   []byte
-	bom    int // length of a UTF-8 byte order mark, which positions skip
-	starts []int
-	nl     string
-	step   int // the indentation step of the document
+	data []byte
+	pos  *manifest.Offsets // node positions to byte offsets
+	nl   string
+	step int // the indentation step of the document
 }
 
 func newText(data []byte) (*text, error) {
 	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
 		return nil, errors.New("the file is UTF-16; generate edits UTF-8 files only")
 	}
-	t := &text{data: data, nl: "\n"}
-	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
-		t.bom = 3 // positions start after the byte order mark
-	}
-	t.starts = manifest.LineStarts(data[t.bom:])
-	for i := range t.starts {
-		t.starts[i] += t.bom
-	}
+	t := &text{data: data, nl: "\n", pos: manifest.NewOffsets(data)}
 	// New lines are written the way the file's first line ends.
-	if len(t.starts) > 1 && bytes.HasSuffix(data[:t.starts[1]], []byte("\r\n")) {
+	if starts := t.pos.Starts; len(starts) > 1 && bytes.HasSuffix(data[:starts[1]], []byte("\r\n")) {
 		t.nl = "\r\n"
 	}
 	return t, nil
 }
 
-// offset converts a node's 1-based line and column to a byte offset.
-func (t *text) offset(line, col int) int {
-	if line < 1 || line > len(t.starts) {
-		return len(t.data)
-	}
-	off := t.starts[line-1]
-	for c := 1; c < col && off < len(t.data); c++ {
-		_, size := utf8.DecodeRune(t.data[off:])
-		off += size
-	}
-	return off
-}
-
-func (t *text) nodeOffset(n *yaml.Node) int { return t.offset(n.Line, n.Column) }
+func (t *text) nodeOffset(n *yaml.Node) int { return t.pos.Offset(n.Line, n.Column) }
 
 // lineEnd is the offset of the line break ending the line holding off (or
 // the end of the data).

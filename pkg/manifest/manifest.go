@@ -400,6 +400,43 @@ func LineStarts(data []byte) []int {
 	return starts
 }
 
+// Offsets turns node positions into byte offsets in the text they were
+// parsed from, counting as go.yaml.in/yaml/v3 counts: lines broken as
+// LineStarts breaks them, columns in runes, a UTF-8 byte order mark not
+// counted.
+type Offsets struct {
+	data []byte
+	// Starts holds the offset of each line's first column.
+	Starts []int
+}
+
+// NewOffsets indexes the lines of data.
+func NewOffsets(data []byte) *Offsets {
+	bom := 0
+	if bytes.HasPrefix(data, []byte("\ufeff")) {
+		bom = 3
+	}
+	starts := LineStarts(data[bom:])
+	for i := range starts {
+		starts[i] += bom
+	}
+	return &Offsets{data: data, Starts: starts}
+}
+
+// Offset gives the byte offset of a 1-based line and column, or the text's
+// length when the line is not in it.
+func (o *Offsets) Offset(line, col int) int {
+	if line < 1 || line > len(o.Starts) {
+		return len(o.data)
+	}
+	off := o.Starts[line-1]
+	for c := 1; c < col && off < len(o.data); c++ {
+		_, size := utf8.DecodeRune(o.data[off:])
+		off += size
+	}
+	return off
+}
+
 // converter turns a yaml.Node tree into JSON values with Kubernetes' scalar
 // rules, enforcing the depth and alias limits.
 type converter struct {
@@ -410,9 +447,10 @@ type converter struct {
 	inAlias    int
 	// expanding holds the anchors being expanded, to catch cycles.
 	expanding map[*yaml.Node]bool
-	// src is the text parsed, to see what the node tree cannot show.
-	src        []byte
-	lineStarts []int
+	// src is the text parsed, to see what the node tree cannot show, and
+	// offsets, built when first needed, its positions.
+	src     []byte
+	offsets *Offsets
 	// root is the document being converted, and lastAt, built when first
 	// needed, the last node in it at each position.
 	root   *yaml.Node
@@ -435,28 +473,18 @@ func (c *converter) startsWithBang(n *yaml.Node) bool {
 	if c.src == nil || n.Line < 1 || n.Column < 1 {
 		return false
 	}
-	if c.lineStarts == nil {
+	if c.offsets == nil {
 		if bytes.IndexByte(c.src, '!') < 0 {
 			c.src = nil // no "!" anywhere: nothing to look for, ever
 			return false
 		}
-		c.lineStarts = LineStarts(c.src)
-		if bytes.HasPrefix(c.src, []byte("\ufeff")) {
-			c.lineStarts[0] = 3 // yaml.v3 does not count the byte order mark
-		}
+		c.offsets = NewOffsets(c.src)
 	}
-	if n.Line > len(c.lineStarts) {
-		return false
-	}
-	lineStart := c.lineStarts[n.Line-1]
-	off := lineStart
-	for col := 1; col < n.Column && off < len(c.src); col++ {
-		_, size := utf8.DecodeRune(c.src[off:])
-		off += size
-	}
+	off := c.offsets.Offset(n.Line, n.Column)
 	if off >= len(c.src) || (c.src[off] != '!' && c.src[off] != '&') {
 		return false
 	}
+	lineStart := c.offsets.Starts[n.Line-1] // off is in the text, so the line is
 	j := off - 1
 	for j >= lineStart && (c.src[j] == ' ' || c.src[j] == '\t') {
 		j--

@@ -532,3 +532,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestOffsets(t *testing.T) {
+	tests := []struct {
+		name      string
+		data      string
+		line, col int
+		want      int
+	}{
+		{name: "first column", data: "a: 1\nb: 2\n", line: 2, col: 1, want: 5},
+		{name: "columns count runes", data: "é: x\n", line: 1, col: 4, want: 4},
+		{name: "a byte order mark is not a column", data: "\ufeffa: 1\n", line: 1, col: 1, want: 3},
+		{name: "crlf", data: "a: 1\r\nb: 2\r\n", line: 2, col: 4, want: 9},
+		{name: "nel breaks a line", data: "a\u0085b: 1", line: 2, col: 1, want: 3},
+		{name: "a line past the end", data: "a: 1", line: 3, col: 1, want: 4},
+		{name: "line zero", data: "a: 1", line: 0, col: 1, want: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, NewOffsets([]byte(tt.data)).Offset(tt.line, tt.col))
+		})
+	}
+}
