@@ -403,11 +403,24 @@ func LineStarts(data []byte) []int {
 // Offsets turns node positions into byte offsets in the text they were
 // parsed from, counting as go.yaml.in/yaml/v3 counts: lines broken as
 // LineStarts breaks them, columns in runes, a UTF-8 byte order mark not
-// counted.
+// counted. A query costs the same however long the line is (a minified
+// JSON manifest is one line), so asking for every node stays linear.
 type Offsets struct {
 	data []byte
 	// Starts holds the offset of each line's first column.
 	Starts []int
+	lines  []*lineIndex // built for a line when it is first asked about
+}
+
+// markEvery is how many runes apart lineIndex keeps a byte offset.
+const markEvery = 64
+
+// lineIndex describes one line: all ASCII (a column is a byte), or else the
+// byte offset of every markEvery-th rune.
+type lineIndex struct {
+	ascii bool
+	bytes int   // the line's length, line break included
+	marks []int // offsets of runes 0, markEvery, 2*markEvery, ...
 }
 
 // NewOffsets indexes the lines of data.
@@ -429,12 +442,55 @@ func (o *Offsets) Offset(line, col int) int {
 	if line < 1 || line > len(o.Starts) {
 		return len(o.data)
 	}
-	off := o.Starts[line-1]
-	for c := 1; c < col && off < len(o.data); c++ {
+	li := o.index(line)
+	off, skip := o.Starts[line-1], col-1 // skip: runes still to pass
+	switch {
+	case skip <= 0:
+		return off
+	case li.ascii && skip <= li.bytes:
+		return off + skip
+	case li.ascii:
+		off, skip = off+li.bytes, skip-li.bytes
+	default:
+		m := min(skip/markEvery, len(li.marks)-1)
+		off, skip = li.marks[m], skip-m*markEvery
+	}
+	for ; skip > 0 && off < len(o.data); skip-- { // past the marks: rune by rune
 		_, size := utf8.DecodeRune(o.data[off:])
 		off += size
 	}
 	return off
+}
+
+func (o *Offsets) index(line int) *lineIndex {
+	if o.lines == nil {
+		o.lines = make([]*lineIndex, len(o.Starts))
+	}
+	if li := o.lines[line-1]; li != nil {
+		return li
+	}
+	start, end := o.Starts[line-1], len(o.data)
+	if line < len(o.Starts) {
+		end = o.Starts[line]
+	}
+	li := &lineIndex{ascii: true, bytes: end - start}
+	for _, b := range o.data[start:end] {
+		if b >= utf8.RuneSelf {
+			li.ascii = false
+			break
+		}
+	}
+	if !li.ascii {
+		for off, n := start, 0; off < end; n++ {
+			if n%markEvery == 0 {
+				li.marks = append(li.marks, off)
+			}
+			_, size := utf8.DecodeRune(o.data[off:])
+			off += size
+		}
+	}
+	o.lines[line-1] = li
+	return li
 }
 
 // converter turns a yaml.Node tree into JSON values with Kubernetes' scalar

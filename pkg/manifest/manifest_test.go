@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -551,6 +552,56 @@ func TestOffsets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, NewOffsets([]byte(tt.data)).Offset(tt.line, tt.col))
+		})
+	}
+}
+
+// TestOffsetsAgreeWithAWalk checks the indexed Offset against walking the
+// runes from the line's start, for every line and column of texts with long
+// non-ASCII lines, and for columns past a line's end.
+func TestOffsetsAgreeWithAWalk(t *testing.T) {
+	walk := func(data []byte, starts []int, line, col int) int {
+		if line < 1 || line > len(starts) {
+			return len(data)
+		}
+		off := starts[line-1]
+		for c := 1; c < col && off < len(data); c++ {
+			_, size := utf8.DecodeRune(data[off:])
+			off += size
+		}
+		return off
+	}
+	for _, text := range []string{
+		strings.Repeat("é", 200) + "\n" + strings.Repeat("a", 150) + "\nx",
+		"\ufeff" + strings.Repeat("ab€", 100) + "\r\n\u0085" + strings.Repeat("\U0001F600", 70),
+		"a\xffb\xfe" + strings.Repeat("é", 65) + "\n",
+		"",
+	} {
+		o := NewOffsets([]byte(text))
+		for line := 0; line <= len(o.Starts)+1; line++ {
+			for col := 0; col <= len(text)+2; col++ {
+				want := walk([]byte(text), o.Starts, line, col)
+				if got := o.Offset(line, col); got != want {
+					t.Fatalf("%q line %d col %d: %d, want %d", text, line, col, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkParseOneLongLine parses a minified JSON manifest, one line, with a
+// "!" in it (so the tag scanner looks up every plain scalar's offset). Time
+// per number stays flat as the line grows.
+func BenchmarkParseOneLongLine(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		data := []byte(`{"a": "é!", "b": [` + strings.Repeat("1,", n) + `1]}`)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Parse("one-line.json", data, DefaultLimits); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/number")
 		})
 	}
 }
