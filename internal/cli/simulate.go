@@ -217,7 +217,7 @@ func (a *app) runExplore(f simulateFlags) (int, error) {
 	}
 	code := result.ExitOK
 	for _, p := range pols {
-		cfg := &simulate.Config{Source: sctx.Source, StatusSubresource: *sctx.StatusSubresource, Policies: []contract.Policy{p}, Primary: p}
+		cfg := &simulate.Config{Source: sctx.Source, StatusSubresource: *sctx.StatusSubresource, CR: sctx.Resource, Policies: []contract.Policy{p}, Primary: p}
 		ctx := context.Background()
 		if f.timeout > 0 {
 			var cancel context.CancelFunc

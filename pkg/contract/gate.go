@@ -116,7 +116,8 @@ const (
 	Fresh Freshness = iota
 	// Outdated: observedGeneration < generation, or no observedGeneration.
 	Outdated
-	// Future: observedGeneration > generation, which no apiserver produces.
+	// Future: observedGeneration > generation, which no apiserver produces
+	// but a buggy operator can write.
 	Future
 )
 
@@ -146,18 +147,21 @@ func (o Observation) Freshness(c *Condition) Freshness {
 // OLM's own OperatorCondition: Upgradeable only, allowed while absent).
 //
 // PolicyOLM reproduces isOperatorUpgradeable from operator-lifecycle-manager
-// pkg/controller/operators/olm/operatorconditions.go:
+// pkg/controller/operators/olm/operatorconditions.go (master, and every
+// release since v0.18.3):
 //  1. object not found: upgradeable (here: src.whenAbsent, default Allow);
 //  2. the first spec.overrides entry of type Upgradeable decides: True
 //     allows, anything else blocks;
-//  3. the first status condition of the type: observedGeneration <
-//     generation blocks as outdated, even when True;
+//  3. the first status condition of the type: "c.ObservedGeneration !=
+//     cond.ObjectMeta.Generation" blocks as outdated, even when True, so
+//     a condition from the future blocks too;
 //  4. status False blocks;
 //  5. absent, Unknown or True allows.
 //
-// OLM compares with "<", not "!=" as SPEC.md section 3 puts it: a condition
-// from the future (observedGeneration > generation) passes OLM's check, and
-// statuscheck reports it as future-observed-generation instead.
+// For a status source, the condition's observedGeneration falls back to
+// status.observedGeneration (the contract's extension; OLM's
+// metav1.Condition reads an absent one as 0, which never equals a
+// generation, so both block).
 func Gate(p Policy, src *StatusSource, o Observation) Decision {
 	if !o.Exists {
 		if src != nil && src.Absent() == WhenAbsentBlock {
@@ -230,9 +234,12 @@ func gateOne(p Policy, o Observation, t string, c *Condition) (Decision, bool) {
 			return Decision{Block, state}, false
 		}
 		return Decision{Allow, fmt.Sprintf("%s (%s)", state, gen)}, true
-	default: // PolicyOLM
-		if o.Freshness(c) == Outdated {
+	default: // PolicyOLM: observedGeneration != generation blocks
+		switch o.Freshness(c) {
+		case Outdated:
 			return Decision{Block, fmt.Sprintf("%s is outdated (%s)", state, gen)}, false
+		case Future:
+			return Decision{Block, fmt.Sprintf("%s is outdated: from the future (%s)", state, gen)}, false
 		}
 		if c.Status == StatusFalse {
 			return Decision{Block, state}, false

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -60,7 +61,9 @@ type Step struct {
 	Verb   Verb
 	Target Target
 	// Value is the merge patch of an update, the object of a create, the
-	// status of an updateStatus (nil for OLM's OperatorCondition sync).
+	// status of an updateStatus (nil for OLM's OperatorCondition sync), a
+	// delete's options ({propagationPolicy: Orphan|Background|Foreground})
+	// or a request's token.
 	Value map[string]interface{}
 	// Expect is a check's expected verdict under the primary policy.
 	Expect contract.Verdict
@@ -93,6 +96,18 @@ type Config struct {
 	Source *contract.StatusSource
 	// StatusSubresource says whether the CRD version has /status.
 	StatusSubresource bool
+	// CR serves the status source's CRD version when it is known: every
+	// write is then pruned, defaulted and validated by the
+	// apiextensions-apiserver's own code (package apiserver). nil: the CRD
+	// is taken to keep every field.
+	CR *apiserver.Resource
+	// OC serves OLM's OperatorCondition; nil means operator-framework/api's
+	// CRD at v2, which is what a cluster with OLM has.
+	OC *apiserver.Resource
+	// Now is the apiserver's clock (creation and deletion timestamps, a
+	// condition's lastTransitionTime where OLM's sync would read the
+	// wall clock); nil means Epoch, so runs are reproducible.
+	Now apiserver.Clock
 	// Policies are evaluated side by side.
 	Policies []contract.Policy
 	// Primary is the policy a check's expect is judged by.
@@ -100,6 +115,9 @@ type Config struct {
 	// Continuous evaluates the gate after every step, as if OLM checked
 	// all the time (recorded input without olm steps).
 	Continuous bool
+
+	// memo, when set, remembers the apiserver model's answers (Explore).
+	memo memo
 }
 
 func (c *Config) mode() contract.HandshakeMode { return c.Source.Mode() }
@@ -194,21 +212,42 @@ func (e *StepError) Error() string {
 
 // Initial returns the state before the first step: the CR as first
 // observed (nil: it does not exist yet) and OLM's OperatorCondition (nil:
-// the empty one OLM creates at install, generation 1).
-func Initial(cfg *Config, cr, oc map[string]interface{}) State {
+// the empty one OLM creates at install, generation 1). Both are brought to
+// what the apiserver would hand out (pruned and defaulted) where their CRD
+// is known.
+func Initial(cfg *Config, cr, oc map[string]interface{}) (State, error) {
 	var s State
 	if cr != nil {
-		s.CR = NewObject(cr)
+		stored, err := storedCR(cfg, cr)
+		if err != nil {
+			return s, fmt.Errorf("the initial %s does not decode as the apiserver would read it: %w", cfg.Source.Kind, err)
+		}
+		s.CR = NewObject(stored)
 	}
 	if oc != nil {
-		s.OC = NewObject(oc)
+		res, err := cfg.ocResource()
+		if err != nil {
+			return s, err
+		}
+		full := map[string]interface{}{"apiVersion": ocAPIVersion, "kind": ocKind}
+		for k, v := range oc {
+			full[k] = v
+		}
+		stored, err := res.Stored(full)
+		if err != nil {
+			return s, fmt.Errorf("the initial OperatorCondition does not decode as the apiserver would read it: %w", err)
+		}
+		s.OC = NewObject(stored)
 	} else {
-		s.OC = Object{Exists: true, Generation: 1}
+		var err error
+		if s.OC, err = defaultOperatorCondition(cfg); err != nil {
+			return s, fmt.Errorf("creating the default OperatorCondition: %w", err)
+		}
 	}
 	if s.CR.Exists && s.CR.Status != nil {
 		s.Report = reportOf(s.CR, 0)
 	}
-	return s
+	return s, nil
 }
 
 // reportOf reads the operator's Upgradeable report from a CR status.
@@ -226,6 +265,8 @@ func reportOf(o Object, step int) report {
 }
 
 // Next applies one step: the pure core shared by replay and exploration.
+// A write the apiserver would refuse is reported as write-rejected and
+// changes nothing, as on a real server.
 func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 	s.Steps++
 	out := Outcome{Step: s.Steps}
@@ -235,47 +276,49 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 	v := &out.Violations
 	before := s.CR
 	statusWritten := false
+	var w writeResult
+	var err error
 	switch {
 	case st.Target == TargetOperatorCondition:
-		var err string
-		s.OC, err = applyOC(s.OC, st)
-		if err != "" {
-			return fail("%s", err)
+		var msg string
+		w, msg, err = applyOC(cfg, s.OC, st)
+		if msg != "" {
+			return fail("%s", msg)
+		}
+		if err == nil && w.refused == nil {
+			s.OC = w.obj
 		}
 	case st.Verb == VerbCreate:
 		if s.CR.Exists {
 			return fail("create, but the CR exists already")
 		}
-		s.CR = NewObject(st.Value)
-		s.CR.Generation = 1 // PrepareForCreate sets generation 1
-		if cfg.StatusSubresource {
-			s.CR = s.CR.withStatus(nil) // create cannot set status
-		} else {
-			statusWritten = s.CR.Status != nil
+		if w, err = createCR(cfg, st.Value); err == nil && w.refused == nil {
+			s.CR = w.obj
+			// Without /status a create can set status (PrepareForCreate
+			// drops it only with the subresource on).
+			statusWritten = !cfg.StatusSubresource && w.changed
 		}
 	case st.Verb == VerbDelete:
 		if !s.CR.Exists {
 			return fail("delete, but the CR does not exist")
 		}
-		if fin, _ := s.CR.Meta["finalizers"].([]interface{}); len(fin) > 0 {
-			// Graceful deletion sets deletionTimestamp, which bumps
-			// generation (apiserver registry/rest BeforeDelete).
-			s.CR.Meta = mergePatch(s.CR.Meta, map[string]interface{}{"deletionTimestamp": "deleted"})
-			s.CR.Generation++
-		} else {
-			s.CR = Object{}
+		if w, err = deleteCR(cfg, s.CR, st); err == nil && w.refused == nil {
+			s.CR = w.obj
 		}
 	case st.Verb == VerbUpdate:
 		if !s.CR.Exists {
 			return fail("update, but the CR does not exist (create it first)")
 		}
-		s.CR, statusWritten = update(cfg, s.CR, st.Value)
+		if w, err = updateCR(cfg, s.CR, st.Value); err == nil && w.refused == nil {
+			s.CR, statusWritten = w.obj, w.changed
+		}
 	case st.Verb == VerbUpdateStatus:
 		if !s.CR.Exists {
 			return fail("status write before the CR exists")
 		}
-		s.CR = writeStatus(cfg, s.CR, st.Value)
-		statusWritten = true
+		if w, err = statusCR(cfg, s.CR, st.Value); err == nil && w.refused == nil {
+			s.CR, statusWritten = w.obj, true
+		}
 	case st.Verb == VerbRequest:
 		if cfg.mode() != contract.HandshakeRequestAck || cfg.request() == nil {
 			return fail("OLM request, but the status source declares no RequestAck handshake")
@@ -283,23 +326,38 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		if !s.CR.Exists {
 			return fail("OLM request before the CR exists")
 		}
-		s.Token++
-		token := strconv.FormatInt(s.Token, 10)
+		token := strconv.FormatInt(s.Token+1, 10)
 		if tv, ok := st.Value["token"].(string); ok && tv != "" {
 			token = tv
 		}
-		s.TokenValue = token
 		r := cfg.request()
+		patch := map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{r.Annotation: token}}}
 		if r.SpecPath != "" {
-			s.CR, _ = update(cfg, s.CR, nestedPatch(contract.FieldPath(r.SpecPath), token))
-		} else {
-			s.CR.Meta = mergePatch(s.CR.Meta, map[string]interface{}{"annotations": map[string]interface{}{r.Annotation: token}})
+			patch = nestedPatch(contract.FieldPath(r.SpecPath), token)
 		}
-		s.Requested, s.ReqGen, s.ReqStep, s.Acked = true, s.CR.Generation, s.Steps, false
+		if w, err = updateCR(cfg, s.CR, patch); err == nil && w.refused == nil {
+			s.CR = w.obj
+			s.Token++
+			s.TokenValue = token
+			s.Requested, s.ReqGen, s.ReqStep, s.Acked = true, s.CR.Generation, s.Steps, false
+		}
 	case st.Verb == VerbCheck, st.Verb == VerbUpgrade:
 		// Evaluated below.
 	default:
 		return fail("unknown verb %q", st.Verb)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	if w.refused != nil {
+		msg := fmt.Sprintf("the apiserver refuses this %s (%s): %s; on a cluster it changes nothing", st.Action(), refusedBy(cfg, st), w.refused.Error())
+		if cfg.Continuous && st.Target == TargetSource {
+			// Recorded input: the cluster accepted the write, so the CRD
+			// given is not the cluster's. Reality wins from here on.
+			msg = fmt.Sprintf("the cluster accepted this %s, but %s refuses it: %s; the CRD given is not the one the cluster has", st.Action(), refusedBy(cfg, st), w.refused.Error())
+			s.CR, statusWritten = recordedWrite(cfg, s.CR, st)
+		}
+		*v = append(*v, violation(RuleWriteRejected, "", st, s.Steps, s, msg))
 	}
 
 	if st.Recorded != nil && st.Target == TargetSource && s.CR.Exists && *st.Recorded != s.CR.Generation {
@@ -339,9 +397,41 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		}
 		s.Upgraded = true
 		s.Requested, s.Acked = false, false
+		// The replaced CSV goes, and its OperatorCondition with it (owner
+		// reference); OLM creates an empty one for the new CSV, and that
+		// is what the next upgrade's gate reads (isOperatorUpgradeable
+		// reads the OperatorCondition named after the CSV being replaced).
+		if s.OC, err = defaultOperatorCondition(cfg); err != nil {
+			return fail("%v", err)
+		}
 	}
 	withVerdicts(cfg, &s, out.Verdicts, out.Violations)
 	return s, out, nil
+}
+
+// refusedBy says whose rules refused a write.
+func refusedBy(cfg *Config, st Step) string {
+	switch {
+	case st.Target == TargetOperatorCondition:
+		return "by OLM's OperatorCondition CRD, operators.coreos.com/v2"
+	case cfg.CR != nil:
+		return fmt.Sprintf("by the CRD of %s %s", cfg.Source.Kind, cfg.Source.APIVersion)
+	}
+	return "by the apiserver's metadata rules"
+}
+
+// recordedWrite applies a recorded write as the recording shows it, past
+// a CRD that would have refused it.
+func recordedWrite(cfg *Config, o Object, st Step) (Object, bool) {
+	switch st.Verb {
+	case VerbCreate:
+		return NewObject(st.Value), !cfg.StatusSubresource && st.Value["status"] != nil
+	case VerbUpdate:
+		return update(cfg, o, st.Value)
+	case VerbUpdateStatus:
+		return writeStatus(cfg, o, st.Value), true
+	}
+	return o, false
 }
 
 // withVerdicts adds the gate's verdicts to the evidence of violations:
@@ -432,67 +522,6 @@ func writeStatus(cfg *Config, o Object, status map[string]interface{}) Object {
 		o.Generation++
 	}
 	return o
-}
-
-// applyOC writes OLM's OperatorCondition (operators.coreos.com/v2), whose
-// CRD has the status subresource: spec writes bump its generation; OLM's
-// syncOperatorConditionStatus copies spec.conditions into status with
-// observedGeneration set to the generation.
-func applyOC(oc Object, st Step) (Object, string) {
-	switch st.Verb {
-	case VerbUpdate:
-		if !oc.Exists {
-			return oc, "update of the OperatorCondition, which does not exist"
-		}
-		body := map[string]interface{}{}
-		for k, v := range st.Value {
-			if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
-				body[k] = v
-			}
-		}
-		nb := mergePatch(oc.Body, body)
-		if !equalJSON(nb, oc.Body) {
-			oc.Generation++
-		}
-		oc.Body = nb
-		if md, ok := st.Value["metadata"].(map[string]interface{}); ok {
-			oc.Meta = mergePatch(oc.Meta, withoutKey(md, "generation"))
-		}
-	case VerbUpdateStatus:
-		if !oc.Exists {
-			return oc, "status write to the OperatorCondition, which does not exist"
-		}
-		if st.Value != nil {
-			return oc.withStatus(st.Value), ""
-		}
-		spec, _ := oc.Body["spec"].(map[string]interface{})
-		conds, _ := spec["conditions"].([]interface{})
-		synced := make([]interface{}, 0, len(conds))
-		for _, c := range conds {
-			m, ok := c.(map[string]interface{})
-			if !ok {
-				continue
-			}
-			m = mergePatch(m, map[string]interface{}{"observedGeneration": oc.Generation})
-			synced = append(synced, m)
-		}
-		return oc.withStatus(map[string]interface{}{"conditions": synced}), ""
-	case VerbCreate:
-		if oc.Exists {
-			return oc, "create of the OperatorCondition, which exists already"
-		}
-		oc = NewObject(st.Value)
-		oc.Generation = 1
-		oc = oc.withStatus(nil)
-	case VerbDelete:
-		if !oc.Exists {
-			return oc, "delete of the OperatorCondition, which does not exist"
-		}
-		oc = Object{}
-	default:
-		return oc, fmt.Sprintf("%s cannot target the OperatorCondition", st.Verb)
-	}
-	return oc, ""
 }
 
 func overrides(oc Object) []contract.Condition {

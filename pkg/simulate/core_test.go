@@ -27,6 +27,13 @@ func cr(gen int64, spec, status map[string]interface{}) map[string]interface{} {
 	return o
 }
 
+func mustInitial(t testing.TB, cfg *Config, cr, oc map[string]interface{}) State {
+	t.Helper()
+	s, err := Initial(cfg, cr, oc)
+	require.NoError(t, err)
+	return s
+}
+
 func up(status string, og int64) map[string]interface{} {
 	return map[string]interface{}{"conditions": []interface{}{
 		map[string]interface{}{"type": "Upgradeable", "status": status, "observedGeneration": og}}}
@@ -73,7 +80,7 @@ func TestGenerationModel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := benchConfig()
 			cfg.StatusSubresource = tt.subresource
-			s := Initial(cfg, tt.initial, nil)
+			s := mustInitial(t, cfg, tt.initial, nil)
 			next, _, err := Next(cfg, s, tt.step)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantExists, next.CR.Exists)
@@ -87,7 +94,7 @@ func TestGenerationModel(t *testing.T) {
 			}
 			// The state before is untouched: maps are never changed in place.
 			if tt.initial != nil {
-				assert.Equal(t, Initial(cfg, tt.initial, nil).CR.Generation, s.CR.Generation)
+				assert.Equal(t, mustInitial(t, cfg, tt.initial, nil).CR.Generation, s.CR.Generation)
 				assert.Equal(t, NewObject(tt.initial).Body, s.CR.Body)
 			}
 		})
@@ -107,10 +114,10 @@ func TestMergePatch(t *testing.T) {
 func TestOperatorConditionSync(t *testing.T) {
 	cfg := benchConfig()
 	cfg.Source.Handshake = &contract.Handshake{Mode: contract.HandshakeOperatorCondition}
-	s := Initial(cfg, cr(1, map[string]interface{}{}, nil), nil)
+	s := mustInitial(t, cfg, cr(1, map[string]interface{}{}, nil), nil)
 	var err error
 	s, _, err = Next(cfg, s, Step{Actor: ActorOperator, Verb: VerbUpdate, Target: TargetOperatorCondition,
-		Value: map[string]interface{}{"spec": map[string]interface{}{"conditions": []interface{}{map[string]interface{}{"type": "Upgradeable", "status": "False"}}}}})
+		Value: map[string]interface{}{"spec": map[string]interface{}{"conditions": []interface{}{condition("Upgradeable", false)}}}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), s.OC.Generation, "a spec write bumps the OperatorCondition")
 	assert.Empty(t, s.OC.Conditions, "OLM has not copied it yet")
@@ -142,7 +149,7 @@ func TestNonsenseSteps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.step.File, tt.step.Line = "t.yaml", 7
-			_, _, err := Next(cfg, Initial(cfg, tt.initial, nil), tt.step)
+			_, _, err := Next(cfg, mustInitial(t, cfg, tt.initial, nil), tt.step)
 			var se *StepError
 			require.True(t, errors.As(err, &se), "%v", err)
 			assert.Contains(t, err.Error(), "t.yaml:7: step 1: "+tt.msg)

@@ -50,6 +50,9 @@ func stepYAML(st Step) string {
 		if tok, ok := st.Value["token"]; ok && st.Verb == VerbRequest {
 			val = "{token: " + compactJSON(tok) + "}"
 		}
+		if p, ok := st.Value["propagationPolicy"]; ok && st.Verb == VerbDelete {
+			val = "{propagationPolicy: " + compactJSON(p) + "}"
+		}
 	default:
 		if st.Value == nil {
 			val = "null"
@@ -102,8 +105,14 @@ func StepJSON(st Step) json.RawMessage {
 		m["target"] = st.Target
 	}
 	switch st.Verb {
-	case VerbCheck, VerbUpgrade, VerbRequest, VerbDelete:
+	case VerbCheck, VerbUpgrade:
 		m[string(st.Verb)] = map[string]interface{}{}
+	case VerbRequest, VerbDelete:
+		if st.Value == nil {
+			m[string(st.Verb)] = map[string]interface{}{}
+		} else {
+			m[string(st.Verb)] = st.Value
+		}
 	default:
 		m[string(st.Verb)] = st.Value
 	}

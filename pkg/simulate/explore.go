@@ -115,7 +115,7 @@ func ExploreInitial(src *contract.StatusSource) (cr, oc map[string]interface{}) 
 			"metadata": map[string]interface{}{"name": "operator", "generation": int64(1)},
 			"spec":     map[string]interface{}{"conditions": []interface{}{ocCondition(true)}},
 			"status": map[string]interface{}{"conditions": []interface{}{
-				map[string]interface{}{"type": "Upgradeable", "status": "True", "reason": "OperatorIdle", "observedGeneration": int64(1)}}},
+				mergePatch(ocCondition(true), map[string]interface{}{"observedGeneration": int64(1)})}},
 		}
 	}
 	return cr, oc
@@ -135,12 +135,28 @@ func statusWord(ok bool) string {
 	return contract.StatusFalse
 }
 
+// transitionTime is every condition's lastTransitionTime in explored
+// traces: the gate never reads it, the apiserver requires it.
+var transitionTime = Epoch.Format(time.RFC3339)
+
+// condition is a condition as an operator writes it with
+// meta.SetStatusCondition: every field metav1.Condition requires.
+func condition(t string, ok bool) map[string]interface{} {
+	msg := "the operator is idle"
+	if !ok {
+		msg = "a migration is in progress"
+	}
+	return map[string]interface{}{"type": t, "status": statusWord(ok), "reason": reasonOf(ok), "message": msg, "lastTransitionTime": transitionTime}
+}
+
 // statusValue is the operator's status write: every gated condition with
 // the same answer, and the echo where the handshake asks for one.
 func statusValue(src *contract.StatusSource, ok bool, og int64, echo string) map[string]interface{} {
 	var conds []interface{}
 	for _, t := range src.ConditionTypes() {
-		conds = append(conds, map[string]interface{}{"type": t, "status": statusWord(ok), "reason": reasonOf(ok), "observedGeneration": og})
+		c := condition(t, ok)
+		c["observedGeneration"] = og
+		conds = append(conds, c)
 	}
 	st := map[string]interface{}{"conditions": conds}
 	if h := src.Handshake; echo != "" && h != nil && h.Ack != nil && h.Ack.StatusPath != "" {
@@ -151,7 +167,7 @@ func statusValue(src *contract.StatusSource, ok bool, og int64, echo string) map
 }
 
 func ocCondition(ok bool) map[string]interface{} {
-	return map[string]interface{}{"type": "Upgradeable", "status": statusWord(ok), "reason": reasonOf(ok)}
+	return condition(contract.ConditionUpgradeable, ok)
 }
 
 // Explore searches breadth-first up to opts.Depth. It stops early when ctx
@@ -164,9 +180,16 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 		opts.MaxUserChanges = opts.Depth
 	}
 	start := time.Now()
+	withMemo := *cfg
+	withMemo.memo = memo{}
+	cfg = &withMemo
 	res := &ExploreResult{Policy: cfg.Policies[0]}
 	res.Initial, res.OperatorCondition = ExploreInitial(cfg.Source)
-	root := node{state: Initial(cfg, res.Initial, res.OperatorCondition), act: actors{observed: 1, truthTrue: true}, parent: -1}
+	init, err := Initial(cfg, res.Initial, res.OperatorCondition)
+	if err != nil {
+		return nil, fmt.Errorf("explore: %w", err)
+	}
+	root := node{state: init, act: actors{observed: 1, truthTrue: true}, parent: -1}
 	nodes := []node{root}
 	visited := map[string]struct{}{encode(cfg, &root): {}}
 	found := map[string]bool{}

@@ -23,7 +23,7 @@ func handshakeBundle(name string) string {
 func exploreBundle(t testing.TB, name string, p contract.Policy, depth int) (*Config, *ExploreResult) {
 	ctx, err := ContextFromBundle(handshakeBundle(name))
 	require.NoError(t, err)
-	cfg := &Config{Source: ctx.Source, StatusSubresource: *ctx.StatusSubresource, Policies: []contract.Policy{p}, Primary: p}
+	cfg := &Config{Source: ctx.Source, StatusSubresource: *ctx.StatusSubresource, CR: ctx.Resource, Policies: []contract.Policy{p}, Primary: p}
 	res, err := Explore(context.Background(), cfg, ExploreOptions{Depth: depth})
 	require.NoError(t, err)
 	return cfg, res

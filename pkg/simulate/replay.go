@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
@@ -83,7 +84,10 @@ func NewSummary(t *Trace, cfg *Config) *Summary {
 // memory.
 func Replay(t *Trace, cfg *Config, emit func(Row) error) (*Summary, error) {
 	sum := NewSummary(t, cfg)
-	s := Initial(cfg, t.Initial, t.OperatorCondition)
+	s, err := Initial(cfg, t.Initial, t.OperatorCondition)
+	if err != nil {
+		return sum, &TraceError{File: t.File, Msg: err.Error()}
+	}
 	for {
 		st, err := t.Next()
 		if errors.Is(err, io.EOF) {
@@ -138,6 +142,9 @@ type Context struct {
 	Source            *contract.StatusSource
 	StatusSubresource *bool
 	Plural            string
+	// Resource serves the CRD version: writes are pruned, defaulted and
+	// validated as the apiserver does. nil when no CRD was given.
+	Resource *apiserver.Resource
 	// From says where the context came from.
 	From string
 }
@@ -181,7 +188,11 @@ func contextFor(src *contract.StatusSource, c *crd.CRD, from string) (*Context, 
 		return nil, fmt.Errorf("CRD %s has no version %s", c.Name(), src.GroupVersion().Version)
 	}
 	sub := v.StatusSubresource
-	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), From: from}, nil
+	res, err := apiserver.NewResource(c.V1, v.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the apiserver could not serve CRD %s: %w", c.Doc.File, c.Name(), err)
+	}
+	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), From: from, Resource: res}, nil
 }
 
 // ParseSourceRef reads API_VERSION/KIND/NAME or API_VERSION/KIND/NAMESPACE/NAME.
@@ -249,6 +260,9 @@ func (c *Context) Config(t *Trace, policies []contract.Policy, primary contract.
 		notes = append(notes, fmt.Sprintf("no status source given: reading %s %s with the default contract (Upgradeable, no handshake); use --bundle or --crd with --source", id.Kind, id.Name))
 	default:
 		return nil, nil, &TraceError{File: t.File, Msg: "no status source: give --bundle, or --crd with --source"}
+	}
+	if c != nil {
+		cfg.CR = c.Resource
 	}
 	switch {
 	case c != nil && c.StatusSubresource != nil:

@@ -683,6 +683,22 @@ func decodeStep(file string, line int, raw interface{}) (Step, error) {
 				st.Value = map[string]interface{}{"token": fmt.Sprint(tok)}
 			}
 		}
+	case VerbDelete:
+		mv, ok := val.(map[string]interface{})
+		if !ok && val != nil {
+			return fail("delete takes {} or {propagationPolicy: Orphan|Background|Foreground}")
+		}
+		for k, pv := range mv {
+			if k != "propagationPolicy" {
+				return fail("unknown delete field %q (want propagationPolicy)", k)
+			}
+			switch p := fmt.Sprint(pv); p {
+			case "Orphan", "Background", "Foreground":
+				st.Value = map[string]interface{}{"propagationPolicy": p}
+			default:
+				return fail("propagationPolicy must be Orphan, Background or Foreground, not %q", p)
+			}
+		}
 	}
 	return st, nil
 }

@@ -17,6 +17,7 @@ const (
 	RuleLockBroken               = "lock-broken"
 	RuleUnacknowledgedUpgrade    = "unacknowledged-upgrade"
 	RuleCheckExpectation         = "check-expectation"
+	RuleWriteRejected            = "write-rejected"
 )
 
 // Kind is a violation's registry entry.
@@ -48,6 +49,8 @@ func Kinds() []Kind {
 			"Once the operator has answered a request with True, defer migrations until the upgrade happens or the request is withdrawn.", false},
 		{RuleUnacknowledgedUpgrade, result.Error, "Handshake: the upgrade happened without an acknowledgement of the current request.",
 			"Gate on the answer to the request: a spec request (specPath), or an annotation request with ack.statusPath echoing the token.", false},
+		{RuleWriteRejected, result.Error, "A step writes what the apiserver refuses (the CRD's schema, CEL rules or metadata rules; OLM's OperatorCondition CRD for its steps): on a cluster the write fails and changes nothing.",
+			"Write what the CRD accepts: metav1.Condition's required fields (type, status True/False/Unknown, reason, message, lastTransitionTime), values within the schema's bounds; check the error the operator's client gets.", false},
 		{RuleCheckExpectation, result.Error, "A check step's expect: differs from the primary policy's verdict.",
 			"Fix the trace's expectation, or the operator behaviour it describes.", false},
 	}
