@@ -46,7 +46,7 @@ having no OLM steps, they are judged as if OLM checked after every change.
 The status source and the CRD's generation rules come from --bundle, or from
 --crd and --source for operators deployed without OLM, or from the trace.
 
-Policies (SPEC section 4): olm is OLM's isOperatorUpgradeable applied to
+Policies (docs/contract.md section 5): olm is OLM's isOperatorUpgradeable applied to
 the CR; strict allows only a fresh True; naive ignores observedGeneration,
 as OLM did before operator-lifecycle-manager PR 2160. --policy all shows
 them side by side.

@@ -1,4 +1,4 @@
-// Package contract holds the status-source contract of SPEC.md: the
+// Package contract holds the status-source contract of docs/contract.md: the
 // operatorframework.io/status-source annotation and its strict parser, the
 // condition model, and the gate that decides whether an upgrade may proceed
 // (OLM's isOperatorUpgradeable and the stricter and older variants).
@@ -41,7 +41,7 @@ const (
 	WhenAbsentBlock WhenAbsent = "Block"
 )
 
-// HandshakeMode selects the lock flow of SPEC section 5.
+// HandshakeMode selects the lock flow of docs/contract.md section 6.
 type HandshakeMode string
 
 const (
@@ -115,7 +115,7 @@ func (s *StatusSource) Mode() HandshakeMode {
 }
 
 // Marshal renders the annotation value: compact JSON with fields in the
-// order of the SPEC's table.
+// order of the contract's table.
 func (s *StatusSource) Marshal() string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -65,7 +65,7 @@ type Decision struct {
 	Reason  string  `json:"reason"`
 }
 
-// Policy selects how the gate reads the conditions (SPEC section 4).
+// Policy selects how the gate reads the conditions (docs/contract.md section 5).
 type Policy string
 
 const (
@@ -122,7 +122,7 @@ const (
 )
 
 // ObservedGeneration returns the generation a condition speaks for: its own
-// observedGeneration, else the status-wide one (SPEC section 4); nil when
+// observedGeneration, else the status-wide one (docs/contract.md section 5); nil when
 // neither is set.
 func (o Observation) ObservedGeneration(c *Condition) *int64 {
 	if c.ObservedGeneration != nil {

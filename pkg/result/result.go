@@ -147,7 +147,7 @@ func (r *Report) Failed() bool {
 	return false
 }
 
-// Exit codes shared by every command (SPEC section 6).
+// Exit codes shared by every command (docs/contract.md section 7).
 const (
 	ExitOK       = 0
 	ExitFindings = 1

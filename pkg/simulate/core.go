@@ -1,7 +1,7 @@
 // Package simulate replays generation/condition sequences of a status
 // source under OLM's gate, and explores every interleaving of the lock
 // protocol, reporting each moment an upgrade would have been approved on
-// outdated or wrong information (SPEC.md sections 3, 4, 5 and 7).
+// outdated or wrong information (docs/contract.md sections 3 to 9).
 //
 // Its core is pure: Next takes a State and a Step and returns the next
 // State with the gate's verdicts and any violations. An apiserver model
@@ -34,7 +34,7 @@ const (
 // Verb is what a step does.
 type Verb string
 
-// Verbs of a trace (SPEC section 7).
+// Verbs of a trace (docs/contract.md section 8).
 const (
 	VerbUpdate       Verb = "update"
 	VerbUpdateStatus Verb = "updateStatus"

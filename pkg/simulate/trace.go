@@ -568,8 +568,8 @@ func (r *stepReader) fill() error {
 
 var verbs = []Verb{VerbUpdate, VerbUpdateStatus, VerbRequest, VerbCheck, VerbUpgrade, VerbCreate, VerbDelete}
 
-// allowed says which actor may take which verb on which target (SPEC
-// section 7): users, operators and admins write; the operator writes
+// allowed says which actor may take which verb on which target (docs/contract.md
+// section 8): users, operators and admins write; the operator writes
 // status; OLM requests, checks, upgrades and syncs the OperatorCondition.
 func allowed(a Actor, v Verb, t Target) bool {
 	switch v {

@@ -5,7 +5,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
-// Violation IDs (SPEC.md section 7), plus check-expectation for a trace's
+// Violation IDs (docs/contract.md section 9), plus check-expectation for a trace's
 // own assertions.
 const (
 	RuleUnsafeApproval           = "unsafe-approval"
@@ -30,7 +30,7 @@ type Kind struct {
 	PerPolicy bool
 }
 
-// Kinds is the registry of violations, in SPEC order.
+// Kinds is the registry of violations, in the contract's order.
 func Kinds() []Kind {
 	return []Kind{
 		{RuleUnsafeApproval, result.Error, "The gate allowed (at a check or an upgrade) although the condition in hand was not a fresh True, or the operator's first report for that generation, made at or after the approval, is False.",

@@ -22,7 +22,7 @@ type Rule struct {
 	Check func(*Context) []Issue
 }
 
-// Rules is the registry, in the order SPEC.md section 6 lists the rules,
+// Rules is the registry, in the order the first draft of the contract (SPEC.md section 6) listed the rules,
 // followed by the bundle-format rules. It is built here, explicitly; there
 // is no other place rules come from.
 func Rules() []Rule {
@@ -45,7 +45,7 @@ func Rules() []Rule {
 			ID:          "status-source-invalid",
 			Severity:    result.Error,
 			Summary:     "The status-source annotation is not a JSON object, lacks a required field, has an unknown field or a value out of range.",
-			Remediation: `Write one JSON object: {"apiVersion":"GROUP/VERSION","kind":"KIND","name":"NAME"} plus the optional namespace, conditions, whenAbsent and handshake fields of SPEC.md section 2.`,
+			Remediation: `Write one JSON object: {"apiVersion":"GROUP/VERSION","kind":"KIND","name":"NAME"} plus the optional namespace, conditions, whenAbsent and handshake fields of docs/contract.md section 2.`,
 			Check:       checkInvalid,
 		},
 		{

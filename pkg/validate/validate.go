@@ -1,5 +1,5 @@
 // Package validate checks that a bundle declares a status source that can
-// work: the rules of SPEC.md section 6, kept in one registry (Rules), run
+// work: the rules of docs/contract.md section 7, kept in one registry (Rules), run
 // over bundles loaded by package bundle, reported as result findings.
 package validate
 
