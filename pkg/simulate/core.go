@@ -541,6 +541,16 @@ func observation(s *State) contract.Observation {
 	}
 }
 
+// Verdicts evaluates every policy of cfg on s, as a check at this moment
+// would.
+func Verdicts(cfg *Config, s State) []contract.Decision {
+	out := make([]contract.Decision, len(cfg.Policies))
+	for i, p := range cfg.Policies {
+		out[i] = gate(cfg, &s, p)
+	}
+	return out
+}
+
 // gate evaluates policy p now.
 func gate(cfg *Config, s *State, p contract.Policy) contract.Decision {
 	switch cfg.mode() {

@@ -315,7 +315,7 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 		status := st.Value
 		if status == nil {
 			var changed bool
-			status, changed, err = syncOperatorConditionStatus(full, cfg.now())
+			status, changed, err = SyncOperatorConditionStatus(full, cfg.now())
 			if err != nil {
 				return writeResult{}, "", err
 			}
@@ -350,7 +350,7 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 	return writeResult{obj: NewObject(out)}, "", nil
 }
 
-// syncOperatorConditionStatus is OLM's status copy, line for line
+// SyncOperatorConditionStatus is OLM's status copy, line for line
 // (operator-lifecycle-manager pkg/controller/operators/
 // operatorcondition_controller.go, OperatorConditionReconciler.
 // syncOperatorConditionStatus), on operator-framework/api's types: for each
@@ -359,8 +359,9 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 // stamp observedGeneration and meta.SetStatusCondition it. A type that
 // left spec.conditions stays in status; of two entries of one type the
 // last wins. The one change: where SetStatusCondition would read the wall
-// clock for a zero lastTransitionTime, the model's clock is used.
-func syncOperatorConditionStatus(full map[string]interface{}, now time.Time) (map[string]interface{}, bool, error) {
+// clock for a zero lastTransitionTime, the model's clock is used. It
+// returns the new status, and false when there is nothing to write.
+func SyncOperatorConditionStatus(full map[string]interface{}, now time.Time) (map[string]interface{}, bool, error) {
 	var oc operatorsv2.OperatorCondition
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(full, &oc); err != nil {
 		return nil, false, fmt.Errorf("the OperatorCondition does not decode as operators.coreos.com/v2: %w", err)

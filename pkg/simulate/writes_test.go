@@ -102,7 +102,7 @@ func TestSyncOperatorConditionStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, changed, err := syncOperatorConditionStatus(tt.in, Epoch)
+			status, changed, err := SyncOperatorConditionStatus(tt.in, Epoch)
 			require.NoError(t, err)
 			assert.Equal(t, tt.changed, changed)
 			if tt.changed {

@@ -1,0 +1,306 @@
+// Package kubetest starts a real etcd and a real apiextensions-apiserver
+// inside a test binary, on loopback only, so that a test can ask a cluster
+// what it does instead of assuming it. Nothing is downloaded: etcd is
+// embedded (k8s.io/apiserver pkg/storage/etcd3/testserver) and the
+// apiserver is k8s.io/apiextensions-apiserver's test fixture, pointed at
+// it. It serves CRDs and custom resources with the real strategies,
+// pruning, defaulting, OpenAPI and CEL validation, finalizers and
+// deletion; it serves no core kinds and runs no controllers (no garbage
+// collector).
+//
+// One server per test binary: TestMain calls Main, the first test that
+// calls Get starts the server (about a second), and Main stops it after
+// the last test. Tests isolate themselves with a fresh namespace or a CRD
+// of their own (InstallCRD gives each CRD a group of its own). The server
+// is test-only; the statuscheck binary does not link etcd's server.
+package kubetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apiextensions-apiserver/test/integration/fixtures"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
+)
+
+// Server is a running apiextensions-apiserver.
+type Server struct {
+	// Config reaches the server as a privileged (loopback) client.
+	Config *rest.Config
+	// Ext manages CustomResourceDefinitions.
+	Ext clientset.Interface
+	// Dynamic reads and writes custom resources.
+	Dynamic dynamic.Interface
+	// Kubeconfig is a kubeconfig file for the server, for a subprocess
+	// (the real statuscheck binary).
+	Kubeconfig string
+	// Started is how long the server took to start.
+	Started time.Duration
+}
+
+var (
+	mu       sync.Mutex
+	server   *Server
+	startErr error
+	owner    *mainTB
+	counter  atomic.Int64
+)
+
+// Main runs the tests of a binary and stops the server, if one was
+// started, when they are done. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+func Main(m *testing.M) int {
+	apiserver.SilenceLogs()
+	code := m.Run()
+	mu.Lock()
+	defer mu.Unlock()
+	if owner != nil {
+		owner.cleanup()
+	}
+	return code
+}
+
+// Get returns the server, starting it on first use. A server that cannot
+// start fails the test: the real-server tests are never skipped.
+func Get(t testing.TB) *Server {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if server == nil && startErr == nil {
+		server, startErr = start()
+	}
+	if startErr != nil {
+		t.Fatalf("starting the test apiserver: %v", startErr)
+	}
+	return server
+}
+
+func start() (s *Server, err error) {
+	begin := time.Now()
+	owner = &mainTB{name: "kubetest"}
+	defer func() {
+		if r := recover(); r != nil {
+			if f, ok := r.(fatal); ok {
+				err = errors.New(string(f))
+				return
+			}
+			panic(r)
+		}
+	}()
+	cfg := testserver.NewTestConfig(owner)
+	testserver.RunEtcd(owner, cfg)
+	// fixtures reads the etcd address from the environment.
+	if err := os.Setenv("KUBE_INTEGRATION_ETCD_URL", cfg.ListenClientUrls[0].String()); err != nil {
+		return nil, err
+	}
+	tearDown, config, _, err := fixtures.StartDefaultServer(owner)
+	if err != nil {
+		return nil, fmt.Errorf("starting apiextensions-apiserver: %w", err)
+	}
+	owner.Cleanup(tearDown)
+	s = &Server{Config: config}
+	if s.Ext, err = clientset.NewForConfig(config); err != nil {
+		return nil, err
+	}
+	if s.Dynamic, err = dynamic.NewForConfig(config); err != nil {
+		return nil, err
+	}
+	if s.Kubeconfig, err = writeKubeconfig(config, owner.TempDir()); err != nil {
+		return nil, err
+	}
+	s.Started = time.Since(begin)
+	return s, nil
+}
+
+// writeKubeconfig writes what a client needs to reach the server as the
+// loopback client: host, CA, server name and token.
+func writeKubeconfig(c *rest.Config, dir string) (string, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData, TLSServerName: c.ServerName}
+	kc.AuthInfos["kubetest"] = &clientcmdapi.AuthInfo{Token: c.BearerToken}
+	kc.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "kubetest", Namespace: "default"}
+	kc.CurrentContext = "kubetest"
+	p := filepath.Join(dir, "kubeconfig")
+	return p, clientcmd.WriteToFile(*kc, p)
+}
+
+// Namespace returns a namespace name no other test uses. The server has no
+// Namespace objects (it serves no core kinds), so nothing is created.
+func Namespace(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, counter.Add(1))
+}
+
+// InstalledCRD is a CRD the server serves.
+type InstalledCRD struct {
+	CRD *apiextv1.CustomResourceDefinition
+	// Group is the group the server serves it under (unique to the test).
+	Group string
+}
+
+// GVR is the resource of a served version.
+func (c *InstalledCRD) GVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: c.Group, Version: version, Resource: c.CRD.Spec.Names.Plural}
+}
+
+// APIVersion is GROUP/VERSION as objects of the CRD spell it.
+func (c *InstalledCRD) APIVersion(version string) string {
+	return c.Group + "/" + version
+}
+
+// InstallCRD creates crd under a group of its own (a prefix is added, so
+// two tests may install two variants of one CRD) and waits until it is
+// Established and its resources answer. It returns the apiserver's error
+// when the apiserver refuses the CRD. The CRD lives as long as the server,
+// so tests may share it.
+func (s *Server) InstallCRD(t testing.TB, crd *apiextv1.CustomResourceDefinition) (*InstalledCRD, error) {
+	t.Helper()
+	c := crd.DeepCopy()
+	c.ResourceVersion, c.UID = "", ""
+	c.Status = apiextv1.CustomResourceDefinitionStatus{}
+	group := fmt.Sprintf("t%d.%s", counter.Add(1), c.Spec.Group)
+	c.Spec.Group = group
+	c.Name = c.Spec.Names.Plural + "." + group
+	ctx := context.Background()
+	created, err := s.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, c, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	in := &InstalledCRD{CRD: created, Group: group}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := s.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextv1.Established && cond.Status == apiextv1.ConditionTrue {
+				in.CRD = got
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("CRD %s not established: %w", created.Name, err)
+	}
+	// Established is set before the handler serves the resource: wait
+	// until a list answers.
+	for _, v := range created.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gvr := in.GVR(v.Name)
+		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			if created.Spec.Scope == apiextv1.NamespaceScoped {
+				_, err = s.Dynamic.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
+			} else {
+				_, err = s.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+			}
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("resource %s not served: %w", gvr, err)
+		}
+	}
+	return in, nil
+}
+
+// fatal is what mainTB panics with when the server's setup calls Fatal.
+type fatal string
+
+// mainTB lets the setup helpers, which take a testing.TB, run outside
+// any one test: the server belongs to the whole binary. The embedded nil
+// TB satisfies the interface's unexported method; only the methods below
+// are ever called by the setup code (testserver.NewTestConfig and RunEtcd,
+// zaptest, fixtures.StartDefaultServer).
+type mainTB struct {
+	testing.TB
+	name     string
+	mu       sync.Mutex
+	cleanups []func()
+	dirs     []string
+	failed   bool
+}
+
+func (m *mainTB) Helper()      {}
+func (m *mainTB) Name() string { return m.name }
+func (m *mainTB) Failed() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.failed }
+func (m *mainTB) Fail()        { m.mu.Lock(); m.failed = true; m.mu.Unlock() }
+func (m *mainTB) FailNow()     { m.Fail(); panic(fatal(m.name + " failed")) }
+func (m *mainTB) Log(args ...interface{}) {
+	logf("%s", fmt.Sprint(args...))
+}
+func (m *mainTB) Logf(format string, args ...interface{}) { logf(format, args...) }
+func (m *mainTB) Error(args ...interface{})               { m.Fail(); logf("%s", fmt.Sprint(args...)) }
+func (m *mainTB) Errorf(format string, args ...interface{}) {
+	m.Fail()
+	logf(format, args...)
+}
+func (m *mainTB) Fatal(args ...interface{}) { m.Fail(); panic(fatal(fmt.Sprint(args...))) }
+func (m *mainTB) Fatalf(format string, args ...interface{}) {
+	m.Fail()
+	panic(fatal(fmt.Sprintf(format, args...)))
+}
+func (m *mainTB) Cleanup(f func()) { m.mu.Lock(); m.cleanups = append(m.cleanups, f); m.mu.Unlock() }
+func (m *mainTB) TempDir() string {
+	dir, err := os.MkdirTemp("", "kubetest-")
+	if err != nil {
+		panic(fatal(err.Error()))
+	}
+	m.mu.Lock()
+	m.dirs = append(m.dirs, dir)
+	m.mu.Unlock()
+	return dir
+}
+
+// cleanup runs the cleanups last first, as testing does, then removes the
+// temporary directories.
+func (m *mainTB) cleanup() {
+	m.mu.Lock()
+	fs, dirs := m.cleanups, m.dirs
+	m.cleanups, m.dirs = nil, nil
+	m.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+// logf shows the server's setup log only with KUBETEST_VERBOSE=1.
+func logf(format string, args ...interface{}) {
+	if os.Getenv("KUBETEST_VERBOSE") != "1" {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	_, _ = io.WriteString(os.Stderr, msg)
+}
