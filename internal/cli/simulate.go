@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -136,6 +139,20 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 		return 0, err
 	}
 	defer t.Close()
+	// A live stream (kubectl get -w ... | statuscheck simulate -) ends
+	// with SIGINT or SIGTERM: stop reading, and judge what was read.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sigs:
+			t.Stop()
+		case <-done:
+		}
+	}()
 	pols, primary := policies(f.policy.value)
 	cfg, notes, err := ctx.Config(t, pols, primary)
 	if err != nil {
@@ -173,6 +190,9 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 		if f.output.value != "text" {
 			fmt.Fprintf(a.stderr, "statuscheck: note: %s\n", n)
 		}
+	}
+	if t.Stopped() {
+		fmt.Fprintf(a.stderr, "statuscheck: stopped by a signal after %d steps; the verdicts above are for those\n", sum.Steps)
 	}
 	return sum.ExitCode(failOn), nil
 }

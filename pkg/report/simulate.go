@@ -98,6 +98,9 @@ func (t *Timeline) Close(sum *simulate.Summary) error {
 	if sum.Dropped > 0 {
 		t.printf("... and %d more violations (only the first %d are listed)\n", sum.Dropped, simulate.MaxViolations)
 	}
+	if sum.Skipped != "" {
+		t.printf("other objects in the input, skipped: %s\n", sum.Skipped)
+	}
 	var final []string
 	for i, p := range sum.Policies {
 		if i < len(sum.Final) {

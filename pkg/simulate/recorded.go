@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -32,6 +33,11 @@ type recording struct {
 	status  bool // a /status write (audit)
 	deleted bool
 	created bool
+	// read marks an audit event of a read (get, list): it shows the state
+	// before the first write, and is not a change.
+	read bool
+	// id is the object a deletion is about (watch events carry it).
+	id *Identity
 }
 
 // differ turns observations into steps.
@@ -42,6 +48,12 @@ type differ struct {
 	started bool
 	queue   []Step
 	source  func() (recording, error)
+	// lastRead is the last read of the object before the first write.
+	lastRead *recording
+	// others counts observations of other objects, which are skipped.
+	others map[string]int
+	// observations counts the observations of the object.
+	observations int
 }
 
 func (d *differ) next() (Step, error) {
@@ -63,19 +75,72 @@ func (d *differ) next() (Step, error) {
 var volatile = map[string]bool{"resourceVersion": true, "managedFields": true, "generation": true,
 	"creationTimestamp": true, "uid": true, "selfLink": true}
 
-func (d *differ) identityCheck(ob recording) error {
-	got := identityOf(ob.obj)
+// matches says whether an observation is of the object the run is about.
+// Without a given identity, the first object observed is the one; other
+// objects in the stream (kubectl get KIND -A -w interleaves them) are
+// skipped and counted.
+func (d *differ) matches(ob recording) (bool, error) {
+	var got Identity
+	switch {
+	case ob.obj != nil:
+		got = identityOf(ob.obj)
+	case ob.id != nil:
+		got = *ob.id
+	default:
+		return d.started, nil // a deletion that does not say of what: the object's, once it exists
+	}
+	if got.Kind == TraceKind && groupOf(got.APIVersion) == groupOf(TraceAPIVersion) {
+		return false, &TraceError{File: d.t.File, Line: ob.line, Msg: "this is a StatusTrace, not a recording of the status source: read it with --format trace (or auto)"}
+	}
 	want := d.t.Identity
 	if want.Kind == "" {
 		d.t.Identity = got
-		return nil
+		return true, nil
 	}
-	if got.Kind != want.Kind || got.Name != want.Name || (want.Namespace != "" && got.Namespace != want.Namespace) ||
+	if got.Kind != want.Kind || got.Name != want.Name || (want.Namespace != "" && got.Namespace != "" && got.Namespace != want.Namespace) ||
 		(want.APIVersion != "" && got.APIVersion != "" && groupOf(got.APIVersion) != groupOf(want.APIVersion)) {
-		return &TraceError{File: d.t.File, Line: ob.line, Msg: fmt.Sprintf("a snapshot of another object: %s %s/%s, not %s %s/%s",
-			got.Kind, got.Namespace, got.Name, want.Kind, want.Namespace, want.Name)}
+		if d.others == nil {
+			d.others = map[string]int{}
+		}
+		d.others[got.describe()]++
+		return false, nil
 	}
-	return nil
+	return true, nil
+}
+
+// describe names an object for messages: Kind namespace/name.
+func (id Identity) describe() string {
+	if id.Namespace != "" {
+		return fmt.Sprintf("%s %s/%s", id.Kind, id.Namespace, id.Name)
+	}
+	return fmt.Sprintf("%s %s", id.Kind, id.Name)
+}
+
+// otherObjects lists what was skipped, most observed first.
+func (d *differ) otherObjects() string {
+	type kv struct {
+		k string
+		n int
+	}
+	var list []kv
+	for k, n := range d.others {
+		list = append(list, kv{k, n})
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].n != list[j].n {
+			return list[i].n > list[j].n
+		}
+		return list[i].k < list[j].k
+	})
+	var parts []string
+	for i, e := range list {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(list)-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d)", e.k, e.n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func groupOf(apiVersion string) string {
@@ -89,6 +154,18 @@ func (d *differ) observe(ob recording) error {
 	step := func(a Actor, v Verb, val map[string]interface{}) Step {
 		return Step{Actor: a, Verb: v, Value: val, File: d.t.File, Line: ob.line, Who: ob.who}
 	}
+	ok, err := d.matches(ob)
+	if err != nil || !ok {
+		return err
+	}
+	if ob.read {
+		if !d.started {
+			r := ob
+			d.lastRead = &r // the state before the first write
+		}
+		return nil // a read changes nothing
+	}
+	d.observations++
 	if ob.deleted {
 		if d.prev == nil {
 			return nil // deleting what was never seen: nothing to replay
@@ -99,12 +176,19 @@ func (d *differ) observe(ob recording) error {
 		d.prev = nil
 		return nil
 	}
-	if err := d.identityCheck(ob); err != nil {
-		return err
-	}
 	if !d.started {
 		d.started = true
-		if !ob.created {
+		switch {
+		case d.lastRead != nil:
+			// Start from the last read before the first write, so that
+			// the write is judged (audit logs).
+			d.t.Initial = d.lastRead.obj
+			d.prev = d.lastRead.obj
+		case !ob.created:
+			if d.t.Format == FormatAudit {
+				d.t.Notes = append(d.t.Notes, fmt.Sprintf("the log has no read of %s before its first write (line %d): the replay starts from that write's response, so the write itself is not judged",
+					d.t.Identity.describe(), ob.line))
+			}
 			d.t.Initial = ob.obj // the first recording is where the run starts
 			d.prev = ob.obj
 			return nil
@@ -240,8 +324,8 @@ func onlyPath(patch map[string]interface{}, fields []string) bool {
 func openSnapshots(t *Trace, br *bufio.Reader) error {
 	t.Recorded = true
 	d := &differ{t: t, src: t.source()}
-	head, _ := br.Peek(1 << 10)
-	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	t.differ = d
+	head := firstContent(br)
 	var pending []recording
 	pop := func() (recording, bool) {
 		if len(pending) == 0 {
@@ -314,6 +398,24 @@ func openSnapshots(t *Trace, br *bufio.Reader) error {
 	return d.prime()
 }
 
+// firstContent peeks up to the first byte that is not blank (after a byte
+// order mark), reading no more than that needs: a live stream is not
+// waited on.
+func firstContent(br *bufio.Reader) []byte {
+	for want := 1; want <= br.Size(); want++ {
+		head, err := br.Peek(want)
+		trimmed := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+		if len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("\xef")) && !bytes.Equal(trimmed, []byte("\xef\xbb")) {
+			return trimmed
+		}
+		if err != nil {
+			return nil
+		}
+		want = max(want, len(head))
+	}
+	return nil
+}
+
 // limitedReader fails a read once more than max bytes (plus the parser's
 // read-ahead) were read since the last reset.
 type limitedReader struct {
@@ -341,7 +443,7 @@ func (d *differ) prime() error {
 		ob, err := d.source()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return &TraceError{File: d.t.File, Msg: "no snapshot of the object in the input"}
+				return d.nothing()
 			}
 			return err
 		}
@@ -350,6 +452,33 @@ func (d *differ) prime() error {
 		}
 	}
 	return nil
+}
+
+// noSteps says why a recording that was read gave no step.
+func (d *differ) noSteps() error {
+	msg := fmt.Sprintf("%d recording(s) of %s and no change to replay", d.observations, d.t.Identity.describe())
+	if d.observations <= 1 {
+		msg = fmt.Sprintf("one recording of %s and no change to replay", d.t.Identity.describe())
+	}
+	if len(d.others) > 0 {
+		msg += fmt.Sprintf(" (other objects skipped: %s)", d.otherObjects())
+	}
+	return &TraceError{File: d.t.File, Msg: msg + "; simulate replays a StatusTrace, a stream of snapshots in which the status-source CR changes (kubectl get -w -o json), or an audit log that writes it"}
+}
+
+// nothing says why a recording holds nothing to replay.
+func (d *differ) nothing() error {
+	what := "the status-source CR"
+	if d.t.Identity.Kind != "" {
+		what = d.t.Identity.describe()
+	}
+	switch {
+	case d.lastRead != nil:
+		return &TraceError{File: d.t.File, Msg: fmt.Sprintf("the log reads %s but never writes it: nothing to replay", what)}
+	case len(d.others) > 0:
+		return &TraceError{File: d.t.File, Msg: fmt.Sprintf("no recording of %s in the input; it has %s (give --bundle, or --crd with --source, to name the object)", what, d.otherObjects())}
+	}
+	return &TraceError{File: d.t.File, Msg: fmt.Sprintf("no recording of %s in the input", what)}
 }
 
 // snapshotObservations reads one JSON/YAML value of a snapshot stream: an
@@ -363,7 +492,8 @@ func snapshotObservations(file string, line int, v interface{}) ([]recording, er
 		if typ, _ := m["type"].(string); typ != "" {
 			switch typ {
 			case "DELETED":
-				return []recording{{line: line, deleted: true}}, nil
+				id := identityOf(obj)
+				return []recording{{line: line, deleted: true, id: &id}}, nil
 			case "BOOKMARK", "ERROR":
 				return nil, nil
 			}
@@ -492,6 +622,7 @@ func openAudit(t *Trace, br *bufio.Reader) error {
 		return &TraceError{File: t.File, Msg: "an audit log needs the status source to pick its object out: give --bundle, or --crd with --source"}
 	}
 	d := &differ{t: t, src: t.source()}
+	t.differ = d
 	js := &jsonValues{r: br, line: 1, file: t.File, limit: t.limits.Manifest.MaxFileSize}
 	d.source = func() (recording, error) {
 		for {
@@ -526,7 +657,9 @@ func str(m map[string]interface{}, keys ...string) string {
 }
 
 // auditObservation reads one audit event; ok is false for events about
-// other objects, reads, failed requests and earlier stages.
+// other objects, failed requests, earlier stages and reads without a body.
+// A get of the object, or a list that holds it, is a read: the state
+// before the first write (watches carry no body in an audit log).
 func auditObservation(file string, line int, v interface{}, id Identity) (recording, bool, error) {
 	ev, isMap := v.(map[string]interface{})
 	if !isMap || str(ev, "kind") != "Event" || !strings.HasPrefix(str(ev, "apiVersion"), "audit.k8s.io/") {
@@ -535,24 +668,46 @@ func auditObservation(file string, line int, v interface{}, id Identity) (record
 	if stage := str(ev, "stage"); stage != "" && stage != "ResponseComplete" {
 		return recording{}, false, nil
 	}
-	if str(ev, "objectRef", "name") != id.Name || str(ev, "objectRef", "apiGroup") != id.group() {
-		return recording{}, false, nil
-	}
-	if id.Namespace != "" && str(ev, "objectRef", "namespace") != id.Namespace {
-		return recording{}, false, nil
-	}
-	if id.Plural != "" && str(ev, "objectRef", "resource") != id.Plural {
-		return recording{}, false, nil
-	}
 	if rs, ok := ev["responseStatus"].(map[string]interface{}); ok {
 		if code, ok := toInt(rs["code"]); ok && (code < 200 || code >= 300) {
 			return recording{}, false, nil
 		}
 	}
-	ob := recording{line: line, who: str(ev, "user", "username")}
+	if str(ev, "objectRef", "apiGroup") != id.group() || (id.Plural != "" && str(ev, "objectRef", "resource") != id.Plural) {
+		return recording{}, false, nil
+	}
+	if ns := str(ev, "objectRef", "namespace"); id.Namespace != "" && ns != "" && ns != id.Namespace {
+		return recording{}, false, nil
+	}
 	verb := str(ev, "verb")
+	ob := recording{line: line, who: str(ev, "user", "username")}
+	if verb == "list" {
+		resp, _ := ev["responseObject"].(map[string]interface{})
+		items, _ := resp["items"].([]interface{})
+		for _, it := range items {
+			obj, _ := it.(map[string]interface{})
+			if got := identityOf(obj); got.Name == id.Name && (id.Namespace == "" || got.Namespace == "" || got.Namespace == id.Namespace) {
+				if got.Kind == "" { // list items may leave apiVersion and kind out
+					obj = mergePatch(obj, map[string]interface{}{"apiVersion": id.APIVersion, "kind": id.Kind})
+				}
+				ob.obj, ob.read = obj, true
+				return ob, true, nil
+			}
+		}
+		return recording{}, false, nil
+	}
+	if str(ev, "objectRef", "name") != id.Name {
+		return recording{}, false, nil
+	}
 	switch verb {
 	case "create", "update", "patch":
+	case "get":
+		resp, ok := ev["responseObject"].(map[string]interface{})
+		if !ok || str(resp, "kind") != id.Kind {
+			return recording{}, false, nil // a get at Metadata level, or of a subresource
+		}
+		ob.obj, ob.read = resp, true
+		return ob, true, nil
 	case "delete":
 		if resp, ok := ev["responseObject"].(map[string]interface{}); ok && str(resp, "kind") == id.Kind {
 			ob.obj = resp // graceful deletion: the object lives on with a deletionTimestamp
@@ -561,7 +716,7 @@ func auditObservation(file string, line int, v interface{}, id Identity) (record
 		ob.deleted = true
 		return ob, true, nil
 	default:
-		return recording{}, false, nil // reads
+		return recording{}, false, nil // watch: no body
 	}
 	resp, ok := ev["responseObject"].(map[string]interface{})
 	if !ok {

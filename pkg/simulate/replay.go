@@ -49,6 +49,9 @@ type Summary struct {
 	Final []contract.Decision `json:"final"`
 	// Notes say what was assumed.
 	Notes []string `json:"notes,omitempty"`
+	// Skipped lists the other objects a recording held, which were left
+	// out, with how often each was seen.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 func (s *Summary) add(vs ...Violation) {
@@ -109,11 +112,26 @@ func Replay(t *Trace, cfg *Config, emit func(Row) error) (*Summary, error) {
 		}
 	}
 	sum.Steps = s.Steps
+	if t.differ != nil && len(t.differ.others) > 0 {
+		sum.Skipped = t.differ.otherObjects()
+	}
+	if s.Steps == 0 && !t.Stopped() {
+		return sum, t.noSteps()
+	}
 	sum.add(Finish(cfg, s)...)
 	for _, p := range cfg.Policies {
 		sum.Final = append(sum.Final, gate(cfg, &s, p))
 	}
 	return sum, nil
+}
+
+// noSteps is the error for an input that held no step: nothing to judge
+// is never a clean result.
+func (t *Trace) noSteps() error {
+	if t.differ != nil {
+		return t.differ.noSteps()
+	}
+	return &TraceError{File: t.File, Msg: "the StatusTrace has no steps: nothing to replay"}
 }
 
 // RowOf describes the state after a step.
@@ -195,6 +213,40 @@ func contextFor(src *contract.StatusSource, c *crd.CRD, from string) (*Context, 
 	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), From: from, Resource: res}, nil
 }
 
+// contradicts checks a native trace against the status source the command
+// line names: a trace about another object is not this run's trace.
+func (t *Trace) contradicts(c *Context) error {
+	want := c.Source
+	check := func(what string, apiVersion, kind, name, ns string) error {
+		if kind == "" {
+			return nil
+		}
+		if kind != want.Kind || groupOf(apiVersion) != want.GroupVersion().Group || (name != "" && name != want.Name) ||
+			(ns != "" && want.Namespace != "" && ns != want.Namespace) {
+			return &TraceError{File: t.File, Msg: fmt.Sprintf("%s is %s %s/%s, but %s names %s %s/%s", what,
+				kind, orCoreGroup(groupOf(apiVersion)), name, c.From, want.Kind, orCoreGroup(want.GroupVersion().Group), want.Name)}
+		}
+		return nil
+	}
+	if d := t.declared; d != nil {
+		if err := check("the trace's statusSource", d.APIVersion, d.Kind, d.Name, d.Namespace); err != nil {
+			return err
+		}
+	}
+	if t.Format == FormatTrace && t.Initial != nil {
+		id := identityOf(t.Initial)
+		return check("the trace's initial object", id.APIVersion, id.Kind, id.Name, id.Namespace)
+	}
+	return nil
+}
+
+func orCoreGroup(g string) string {
+	if g == "" {
+		return "core"
+	}
+	return g
+}
+
 // ParseSourceRef reads API_VERSION/KIND/NAME or API_VERSION/KIND/NAMESPACE/NAME.
 func ParseSourceRef(ref string) (*contract.StatusSource, error) {
 	parts := strings.Split(ref, "/")
@@ -248,7 +300,12 @@ func ContextFromCRD(file, ref string) (*Context, error) {
 // status subresource assumed on (and said so).
 func (c *Context) Config(t *Trace, policies []contract.Policy, primary contract.Policy) (*Config, []string, error) {
 	cfg := &Config{Policies: policies, Primary: primary, Continuous: t.Recorded}
-	var notes []string
+	notes := append([]string(nil), t.Notes...)
+	if c != nil && c.Source != nil {
+		if err := t.contradicts(c); err != nil {
+			return nil, nil, err
+		}
+	}
 	switch {
 	case c != nil && c.Source != nil:
 		cfg.Source = c.Source

@@ -9,6 +9,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
@@ -78,20 +80,49 @@ type Trace struct {
 	StatusSubresource *bool
 	// Identity is the object the trace is about.
 	Identity Identity
+	// Notes say what the reader assumed (where a replay starts, what it
+	// skipped).
+	Notes []string
 
 	// given is set when the command line named the source.
 	given bool
 
-	next   func() (Step, error)
-	closer io.Closer
-	steps  int
-	limits Limits
+	next    func() (Step, error)
+	closer  io.Closer
+	steps   int
+	limits  Limits
+	stopped atomic.Bool
+	// differ is set for recorded input.
+	differ *differ
+	// declared is a native trace's own statusSource.
+	declared *contract.StatusSource
 }
 
-// Next returns the next step, or io.EOF.
+// Stop ends a trace early, from another goroutine (SIGINT on a live
+// stream): the input is closed, and Next returns io.EOF from then on, so a
+// replay finishes with what it has read.
+func (t *Trace) Stop() {
+	if t.stopped.Swap(true) {
+		return
+	}
+	if t.closer != nil {
+		_ = t.closer.Close()
+	}
+}
+
+// Stopped reports whether Stop was called.
+func (t *Trace) Stopped() bool { return t.stopped.Load() }
+
+// Next returns the next step, or io.EOF (also once Stop was called).
 func (t *Trace) Next() (Step, error) {
+	if t.stopped.Load() {
+		return Step{}, io.EOF
+	}
 	st, err := t.next()
 	if err != nil {
+		if t.stopped.Load() {
+			return Step{}, io.EOF // the input was closed under the reader
+		}
 		return st, err
 	}
 	t.steps++
@@ -143,8 +174,20 @@ func (o OpenOptions) identity() Identity {
 	return Identity{APIVersion: o.Source.APIVersion, Kind: o.Source.Kind, Name: o.Source.Name, Namespace: o.Source.Namespace, Plural: o.Plural}
 }
 
-// Open opens a trace file.
+// Stdin is the name a trace read from standard input goes by.
+const Stdin = "-"
+
+// Open opens a trace file, or standard input for "-".
 func Open(path string, opts OpenOptions) (*Trace, error) {
+	if path == Stdin {
+		in := newStoppable(os.Stdin)
+		t, err := OpenReader("(stdin)", in, opts)
+		if err != nil {
+			return nil, err
+		}
+		t.closer = in
+		return t, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		var pe *os.PathError
@@ -166,10 +209,179 @@ func Open(path string, opts OpenOptions) (*Trace, error) {
 	return t, nil
 }
 
+// stoppable reads from a reader in a goroutine of its own, so that Close
+// ends a Read that is waiting on a pipe (closing a blocking stdin does not
+// interrupt a read in progress; it waits for it).
+type stoppable struct {
+	r       io.Reader
+	once    sync.Once
+	chunks  chan []byte
+	errc    chan error
+	stop    chan struct{}
+	closed  sync.Once
+	pending []byte
+}
+
+func newStoppable(r io.Reader) *stoppable {
+	return &stoppable{r: r, chunks: make(chan []byte), errc: make(chan error, 1), stop: make(chan struct{})}
+}
+
+func (s *stoppable) start() {
+	go func() {
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := s.r.Read(buf)
+			if n > 0 {
+				select {
+				case s.chunks <- buf[:n]:
+				case <-s.stop:
+					return
+				}
+			}
+			if err != nil {
+				s.errc <- err
+				return
+			}
+		}
+	}()
+}
+
+func (s *stoppable) Read(p []byte) (int, error) {
+	s.once.Do(s.start)
+	if len(s.pending) == 0 {
+		select {
+		case c := <-s.chunks:
+			s.pending = c
+		case err := <-s.errc:
+			s.errc <- err // every later Read sees it too
+			return 0, err
+		case <-s.stop:
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, s.pending)
+	s.pending = s.pending[n:]
+	return n, nil
+}
+
+// Close makes Read return io.EOF at once; the reader goroutine ends with
+// the process or its next read.
+func (s *stoppable) Close() error {
+	s.closed.Do(func() { close(s.stop) })
+	return nil
+}
+
 var (
-	traceKindRE     = regexp.MustCompile(`(?m)^kind:\s*["']?StatusTrace["']?\s*(#.*)?$`)
+	traceKindRE     = regexp.MustCompile(`^kind:\s*["']?StatusTrace["']?\s*(#.*)?$`)
+	topKindRE       = regexp.MustCompile(`^kind:`)
 	jsonTraceKindRE = regexp.MustCompile(`"kind"\s*:\s*"StatusTrace"`)
 )
+
+// detect tells the format from the first document, reading no further
+// than it needs: a live stream (kubectl get -w | statuscheck simulate -)
+// is detected as soon as its first object is complete.
+func detect(path string, br *bufio.Reader) (Format, error) {
+	want := 1
+	for {
+		head, err := br.Peek(want)
+		eof := err != nil
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return "", fmt.Errorf("reading %s: %w", path, err)
+		}
+		if f, ok := decide(head, eof); ok {
+			if f == "" {
+				return "", &TraceError{File: path, Msg: "empty trace"}
+			}
+			return f, nil
+		}
+		if eof {
+			return FormatSnapshots, nil
+		}
+		want = len(head) + 1
+	}
+}
+
+// decide tells the format from the bytes read so far; ok is false while
+// more are needed. "" means the input is empty.
+func decide(head []byte, eof bool) (Format, bool) {
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimLeft(head, " \t\r\n")
+	if len(trimmed) == 0 {
+		return "", eof
+	}
+	if trimmed[0] == '{' || trimmed[0] == '[' {
+		end := jsonEnd(trimmed)
+		if end < 0 && !eof {
+			return "", false
+		}
+		if end < 0 {
+			end = len(trimmed)
+		}
+		first := trimmed[:end]
+		switch {
+		case jsonTraceKindRE.Match(first):
+			return FormatTrace, true // a StatusTrace written as JSON
+		case bytes.Contains(first, []byte(`"audit.k8s.io/`)) && bytes.Contains(first, []byte(`"Event"`)):
+			return FormatAudit, true
+		}
+		return FormatSnapshots, true
+	}
+	// YAML: the top-level kind of the first document decides.
+	content := false
+	for len(head) > 0 {
+		i := bytes.IndexByte(head, '\n')
+		if i < 0 && !eof {
+			return "", false // the line is not complete yet
+		}
+		line := head
+		if i >= 0 {
+			line, head = head[:i], head[i+1:]
+		} else {
+			head = nil
+		}
+		line = bytes.TrimRight(line, "\r")
+		switch {
+		case traceKindRE.Match(line):
+			return FormatTrace, true
+		case topKindRE.Match(line):
+			return FormatSnapshots, true
+		case bytes.HasPrefix(line, []byte("---")) && content:
+			return FormatSnapshots, true // the first document ended without a kind
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' && !bytes.HasPrefix(t, []byte("---")) {
+			content = true
+		}
+	}
+	if !eof {
+		return "", false
+	}
+	return FormatSnapshots, true
+}
+
+// jsonEnd is the end of the first JSON value in b, -1 if it is not
+// complete.
+func jsonEnd(b []byte) int {
+	depth, inStr, esc := 0, false, false
+	for i, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
 
 // OpenReader is Open on a reader.
 func OpenReader(path string, r io.Reader, opts OpenOptions) (*Trace, error) {
@@ -179,24 +391,9 @@ func OpenReader(path string, r io.Reader, opts OpenOptions) (*Trace, error) {
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	if format == FormatAuto || format == "" {
-		head, _ := br.Peek(64 << 10)
-		head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
-		trimmed := bytes.TrimLeft(head, " \t\r\n")
-		switch {
-		case len(trimmed) == 0:
-			return nil, &TraceError{File: path, Msg: "empty trace"}
-		case trimmed[0] == '{' || trimmed[0] == '[':
-			format = FormatSnapshots
-			switch {
-			case jsonTraceKindRE.Match(head):
-				format = FormatTrace // a StatusTrace written as JSON
-			case bytes.Contains(head, []byte(`"audit.k8s.io/`)) && bytes.Contains(head, []byte(`"Event"`)):
-				format = FormatAudit
-			}
-		case traceKindRE.Match(head):
-			format = FormatTrace
-		default:
-			format = FormatSnapshots
+		var err error
+		if format, err = detect(path, br); err != nil {
+			return nil, err
 		}
 	}
 	t := &Trace{File: path, Format: format, limits: lim, Identity: opts.identity(), Source: opts.Source, given: opts.Source != nil}
@@ -432,6 +629,7 @@ func applyHeader(t *Trace, obj map[string]interface{}, line int) error {
 		if len(problems) > 0 {
 			return &TraceError{File: t.File, Line: line, Msg: "statusSource: " + problems[0].String()}
 		}
+		t.declared = src
 		if !t.given {
 			t.Source = src
 		}
