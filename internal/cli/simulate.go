@@ -215,6 +215,7 @@ type exploreJSON struct {
 
 type exploreResultJSON struct {
 	Policy          string                        `json:"policy"`
+	SpecChange      simulate.SpecChange           `json:"specChange"`
 	States          int                           `json:"states"`
 	Depth           int                           `json:"depth"`
 	Exhausted       bool                          `json:"exhausted"`
@@ -244,7 +245,7 @@ func (a *app) runExplore(f simulateFlags) (int, error) {
 			ctx, cancel = context.WithTimeout(ctx, f.timeout)
 			defer cancel()
 		}
-		res, err := simulate.Explore(ctx, cfg, simulate.ExploreOptions{Depth: f.depth, Progress: a.progress(string(p))})
+		res, err := simulate.Explore(ctx, cfg, simulate.ExploreOptions{Depth: f.depth, Progress: a.progress(string(p)), Example: sctx.Example})
 		a.clearProgress()
 		if err != nil {
 			return 0, err
@@ -255,7 +256,7 @@ func (a *app) runExplore(f simulateFlags) (int, error) {
 				return 0, err
 			}
 		}
-		rj := exploreResultJSON{Policy: string(p), States: res.States, Depth: res.Depth, Exhausted: res.Exhausted, Stopped: res.Stopped,
+		rj := exploreResultJSON{Policy: string(p), SpecChange: res.Change, States: res.States, Depth: res.Depth, Exhausted: res.Exhausted, Stopped: res.Stopped,
 			ElapsedMillis: res.Elapsed.Milliseconds(), Counterexamples: []simulate.CounterexampleJSON{}}
 		for i, c := range res.Counterexamples {
 			cj := simulate.CounterexampleJSON{Violation: c.Violation}
@@ -295,6 +296,7 @@ func (a *app) exploreText(res *simulate.ExploreResult, files []string) {
 		how = "stopped early"
 	}
 	fmt.Fprintf(a.stdout, "\npolicy %s: %d states, depth %d (%s), %s\n", res.Policy, res.States, res.Depth, how, res.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(a.stdout, "  the user changes %s\n", res.Change)
 	if len(res.Counterexamples) == 0 {
 		fmt.Fprintf(a.stdout, "  no violation\n")
 	}

@@ -51,6 +51,10 @@ type Resource struct {
 	PreserveUnknownFields bool
 	// HasSchema says whether the version has an openAPIV3Schema.
 	HasSchema bool
+	// Schema is the version's openAPIV3Schema as the CRD declares it (nil
+	// without one). It is for finding fields; the verdicts come from the
+	// apiserver's code.
+	Schema *apiextv1.JSONSchemaProps
 
 	structural *structuralschema.Structural
 	main       mainStrategy
@@ -90,6 +94,7 @@ func NewResource(crd *apiextv1.CustomResourceDefinition, version string) (*Resou
 	var internalSchema *apiextinternal.JSONSchemaProps
 	if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
 		r.HasSchema = true
+		r.Schema = v.Schema.OpenAPIV3Schema
 		internal := &apiextinternal.CustomResourceValidation{}
 		if err := apiextv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v.Schema, internal, nil); err != nil {
 			return nil, fmt.Errorf("converting the schema of %s: %w", r.GVK, err)

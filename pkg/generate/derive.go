@@ -221,8 +221,9 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 	if !v.identityGiven() || v.Kind == nil && v.APIVersion == nil {
 		if raw, ok := csv.Annotations[contract.InitializationResourceKey]; ok {
 			if e, err := contract.ParseObjectRef(raw); err == nil && e.Kind != "" && isOwned(e.Group, e.Kind) {
-				src.APIVersion, src.Kind, src.Name, src.Namespace = e.APIVersion(), e.Kind, e.Name, e.Namespace
+				src.APIVersion, src.Kind, src.Name = e.APIVersion(), e.Kind, e.Name
 				d.From = "the initialization resource"
+				d.unpinned(e.Namespace, "the initialization resource", v)
 				return nil
 			}
 		}
@@ -289,8 +290,12 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 	case len(examples) == 1:
 		e := examples[0]
 		group, version = e.Group, e.Version
-		src.Name, src.Namespace = e.Name, e.Namespace
+		src.Name = e.Name
 		d.From += " and its alm-examples entry"
+		d.unpinned(e.Namespace, "its alm-examples sample", v)
+		if v.Name == nil && e.Name != "" {
+			d.Notes = append(d.Notes, fmt.Sprintf("the name %q is alm-examples' sample for %s: the gate reads exactly that CR, so %s must be a singleton created with that name (pass --name to choose another)", e.Name, kind, kind))
+		}
 	case len(examples) > 1 && v.Name == nil:
 		var names []string
 		for _, e := range examples {
@@ -302,6 +307,16 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 		src.APIVersion = group + "/" + version
 	}
 	return nil
+}
+
+// unpinned notes a namespace a derivation leaves out: the annotation's
+// namespace, when set, is where the gate looks wherever the operator is
+// installed, so generate only writes one when --namespace asks for it.
+func (d *Derivation) unpinned(ns, where string, v Values) {
+	if ns == "" || v.Namespace != nil {
+		return
+	}
+	d.Notes = append(d.Notes, fmt.Sprintf("%s is in namespace %q; the annotation leaves the namespace out, so the gate reads the CR in the namespace the operator is installed in (pass --namespace %s to pin it)", where, ns, ns))
 }
 
 func describeOwned(csv *v1alpha1.ClusterServiceVersion, kinds []ownedKind) []string {

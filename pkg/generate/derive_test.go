@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -36,16 +37,16 @@ func TestDerive(t *testing.T) {
 	}{
 		{name: "from the initialization resource",
 			csv:  csvWith(map[string]string{contract.InitializationResourceKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}}`}, hco, kubevirt),
-			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`, from: "the initialization resource"},
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"}`, from: "the initialization resource"},
 		{name: "an initialization resource written in YAML",
 			csv:  csvWith(map[string]string{contract.InitializationResourceKey: "apiVersion: hco.kubevirt.io/v1beta1\nkind: HyperConverged\nmetadata:\n  name: hc\n"}, hco),
 			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc"}`},
 		{name: "an initialization resource that is not owned is passed over",
 			csv:  csvWith(map[string]string{contract.InitializationResourceKey: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`, "alm-examples": hcoEx}, hco),
-			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`, from: "the only owned CRD and its alm-examples entry"},
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"}`, from: "the only owned CRD and its alm-examples entry"},
 		{name: "the only owned CRD and alm-examples",
 			csv:  csvWith(map[string]string{"alm-examples": hcoEx}, hco),
-			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`},
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"}`},
 		{name: "the only owned CRD without an example needs a name",
 			csv: csvWith(nil, hco), err: "no initialization resource or alm-examples entry names the HyperConverged CR; pass --name", cands: 1},
 		{name: "the only owned CRD with --name",
@@ -55,7 +56,7 @@ func TestDerive(t *testing.T) {
 			csv: csvWith(map[string]string{"alm-examples": hcoEx}, hco, kubevirt), err: "the CSV owns 2 kinds", cands: 2},
 		{name: "several owned kinds, one chosen by --kind",
 			csv: csvWith(map[string]string{"alm-examples": hcoEx}, hco, kubevirt), values: Values{Kind: strp("HyperConverged")},
-			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`},
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"}`},
 		{name: "nothing owned",
 			csv: csvWith(nil), err: "the CSV owns no CRD"},
 		{name: "everything from flags",
@@ -76,7 +77,12 @@ func TestDerive(t *testing.T) {
 			want:   `{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","name":"kv"}`},
 		{name: "an invalid existing annotation is replaced",
 			csv:  csvWith(map[string]string{contract.AnnotationKey: `{"kind":"HyperConverged","nmae":"x"}`, "alm-examples": hcoEx}, hco),
-			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}`},
+			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"}`},
+		// Issue 11, item 6: a namespace is pinned only when asked for.
+		{name: "--namespace pins the namespace",
+			csv:    csvWith(map[string]string{"alm-examples": hcoEx}, hco),
+			values: Values{Namespace: strp("openshift-cnv")},
+			want:   `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"}`},
 		{name: "two examples of the kind need --name",
 			csv: csvWith(map[string]string{"alm-examples": `[{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"a"}},{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"b"}}]`}, hco),
 			err: "alm-examples has 2 HyperConverged examples; pass --name", cands: 2},
@@ -94,6 +100,9 @@ func TestDerive(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, d.Source.Marshal())
+			if tt.values.Namespace == nil && strings.Contains(tt.csv.Annotations["alm-examples"]+tt.csv.Annotations[contract.InitializationResourceKey], `"namespace"`) && !strings.Contains(tt.csv.Annotations[contract.AnnotationKey], "HyperConverged") {
+				assert.Contains(t, strings.Join(d.Notes, "\n"), "the annotation leaves the namespace out", "the namespace left out is said")
+			}
 			if tt.from != "" {
 				assert.Equal(t, tt.from, d.From)
 			}

@@ -13,8 +13,9 @@ import (
 
 // The explorer runs every interleaving of three actors against the core:
 //
-//   - a user, who changes the spec (storageLayer), any number of times
-//     unless MaxUserChanges bounds it;
+//   - a user, who changes the spec (one field the CRD keeps and accepts,
+//     found by pickSpecChange), any number of times unless MaxUserChanges
+//     bounds it;
 //   - the operator, which reconciles each new generation and either starts
 //     a migration (reporting Upgradeable=False) or does not (True), finishes
 //     migrations (True), answers OLM's request, mirrors its condition into
@@ -42,6 +43,10 @@ type ExploreOptions struct {
 	MaxStates int
 	// Progress, when set, is called about once a second.
 	Progress func(ExploreProgress)
+	// Example is the CR the console would create (the CSV's
+	// initialization resource or alm-examples entry for the kind), the
+	// starting point of every trace; nil means an empty spec.
+	Example map[string]interface{}
 }
 
 // DefaultDepth finishes in well under a second for every handshake of the
@@ -76,6 +81,8 @@ type ExploreResult struct {
 	// Initial is where every trace starts, for writing traces.
 	Initial           map[string]interface{} `json:"-"`
 	OperatorCondition map[string]interface{} `json:"-"`
+	// Change is the user's spec change the search made.
+	Change SpecChange `json:"specChange"`
 }
 
 // actors is the explorer's state beyond the core's: what the actors
@@ -97,18 +104,40 @@ type node struct {
 	depth  int16
 }
 
-// ExploreInitial is the CR every explored trace starts from: the operator
-// idle and its Upgradeable=True fresh.
-func ExploreInitial(src *contract.StatusSource) (cr, oc map[string]interface{}) {
+// exploreStart is where every explored trace starts: the example CR (or
+// an empty spec) with the user's field at its first value, the operator
+// idle and its Upgradeable=True fresh at generation 1; and, in the
+// OperatorCondition flow, the OperatorCondition saying the same. It checks
+// that the apiserver takes the operator's status writes: a model operator
+// whose writes the CRD refuses would explore nothing.
+func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[string]interface{}, change SpecChange, err error) {
+	src := cfg.Source
 	md := map[string]interface{}{"name": src.Name, "generation": int64(1)}
 	if src.Namespace != "" {
 		md["namespace"] = src.Namespace
 	}
-	cr = map[string]interface{}{
-		"apiVersion": src.APIVersion, "kind": src.Kind, "metadata": md,
-		"spec":   map[string]interface{}{"storageLayer": "PostgreSQL"},
-		"status": statusValue(src, true, 1, ""),
+	cr = map[string]interface{}{"apiVersion": src.APIVersion, "kind": src.Kind, "metadata": md, "spec": map[string]interface{}{}}
+	if spec, ok := example["spec"].(map[string]interface{}); ok {
+		cr["spec"] = spec
 	}
+	if change, err = pickSpecChange(cfg, cr); err != nil {
+		return nil, nil, change, err
+	}
+	cr = mergePatch(cr, change.patch(change.A))
+	for _, ok := range []bool{false, true} {
+		s, err := Initial(cfg, cr, nil)
+		if err != nil {
+			return nil, nil, change, err
+		}
+		w, err := statusCR(cfg, s.CR, statusValue(src, ok, 1, "1"))
+		if err == nil && w.refused != nil {
+			err = fmt.Errorf("the CRD refuses the status an operator writes with metav1.Condition (%s): %w", compactJSON(statusValue(src, ok, 1, "1")), w.refused)
+		}
+		if err != nil {
+			return nil, nil, change, err
+		}
+	}
+	cr["status"] = statusValue(src, true, 1, "")
 	if src.Mode() == contract.HandshakeOperatorCondition {
 		oc = map[string]interface{}{
 			"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
@@ -118,7 +147,7 @@ func ExploreInitial(src *contract.StatusSource) (cr, oc map[string]interface{}) 
 				mergePatch(ocCondition(true), map[string]interface{}{"observedGeneration": int64(1)})}},
 		}
 	}
-	return cr, oc
+	return cr, oc, change, nil
 }
 
 func reasonOf(ok bool) string {
@@ -184,27 +213,30 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 	withMemo.memo = memo{}
 	cfg = &withMemo
 	res := &ExploreResult{Policy: cfg.Policies[0]}
-	res.Initial, res.OperatorCondition = ExploreInitial(cfg.Source)
+	var err error
+	if res.Initial, res.OperatorCondition, res.Change, err = exploreStart(cfg, opts.Example); err != nil {
+		return nil, fmt.Errorf("explore: %w", err)
+	}
 	init, err := Initial(cfg, res.Initial, res.OperatorCondition)
 	if err != nil {
 		return nil, fmt.Errorf("explore: %w", err)
 	}
 	root := node{state: init, act: actors{observed: 1, truthTrue: true}, parent: -1}
 	nodes := []node{root}
-	visited := map[string]struct{}{encode(cfg, &root): {}}
+	visited := map[string]struct{}{encode(cfg, &root, res.Change): {}}
 	found := map[string]bool{}
 	frontier := []int32{0}
 	lastReport := time.Now()
 	for depth := 0; depth < opts.Depth && len(frontier) > 0; depth++ {
 		var next []int32
 		for _, idx := range frontier {
-			if err := ctx.Err(); err != nil {
+			if ctx.Err() != nil {
 				res.Stopped = true
 				res.finish(len(visited), depth, start)
 				return res, nil
 			}
 			n := nodes[idx]
-			for _, st := range moves(cfg, &n, opts.MaxUserChanges) {
+			for _, st := range moves(cfg, &n, opts.MaxUserChanges, res.Change) {
 				child, out, err := apply(cfg, &n, st, opts)
 				if err != nil {
 					return nil, fmt.Errorf("explore: the model made an impossible step (a bug): %w", err)
@@ -218,7 +250,7 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 					found[key] = true
 					res.Counterexamples = append(res.Counterexamples, Counterexample{Violation: v, Steps: append(path(nodes, idx), st)})
 				}
-				k := encode(cfg, &child)
+				k := encode(cfg, &child, res.Change)
 				if _, seen := visited[k]; seen {
 					continue
 				}
@@ -269,7 +301,7 @@ func path(nodes []node, idx int32) []Step {
 }
 
 // moves lists the steps the actors may take next.
-func moves(cfg *Config, n *node, maxChanges int) []Step {
+func moves(cfg *Config, n *node, maxChanges int, change SpecChange) []Step {
 	s, a := &n.state, &n.act
 	if s.Upgraded {
 		return nil // the operator is replaced: this version's story ends
@@ -278,11 +310,7 @@ func moves(cfg *Config, n *node, maxChanges int) []Step {
 	mode := cfg.mode()
 	// The user.
 	if int(a.changes) < maxChanges {
-		layer := "MariaDB"
-		if spec, _ := s.CR.Body["spec"].(map[string]interface{}); spec["storageLayer"] == "MariaDB" {
-			layer = "PostgreSQL"
-		}
-		out = append(out, Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{"spec": map[string]interface{}{"storageLayer": layer}}})
+		out = append(out, Step{Actor: ActorUser, Verb: VerbUpdate, Value: change.patch(change.other(s.CR))})
 	}
 	// The operator.
 	gen := s.CR.Generation
@@ -413,7 +441,7 @@ func reportOG(status map[string]interface{}) int64 {
 
 // encode writes what distinguishes a state, with every generation relative
 // to the CR's: a few dozen bytes.
-func encode(cfg *Config, n *node) string {
+func encode(cfg *Config, n *node, change SpecChange) string {
 	s, a := &n.state, &n.act
 	g := s.CR.Generation
 	b := make([]byte, 0, 48)
@@ -426,8 +454,8 @@ func encode(cfg *Config, n *node) string {
 		}
 	}
 	flag(s.CR.Exists)
-	spec, _ := s.CR.Body["spec"].(map[string]interface{})
-	flag(spec["storageLayer"] == "MariaDB")
+	cur, _ := nested(s.CR.Body, change.Path)
+	flag(equalJSON(cur, change.B))
 	b = append(b, tokenByte(s, cfg))
 	for _, c := range s.CR.Conditions {
 		b = append(b, c.Status[0])

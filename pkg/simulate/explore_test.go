@@ -3,9 +3,12 @@ package simulate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,7 +149,7 @@ func TestExploreDepth20Memory(t *testing.T) {
 	peak := uint64(0)
 	ctx, err := ContextFromBundle(handshakeBundle("operatorcondition"))
 	require.NoError(t, err)
-	cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+	cfg := &Config{Source: ctx.Source, StatusSubresource: true, CR: ctx.Resource, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
 	res, err = Explore(context.Background(), cfg, ExploreOptions{Depth: 20, Progress: func(ExploreProgress) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -164,7 +167,8 @@ func TestTraceYAMLRoundTrip(t *testing.T) {
 	ctx, err := ContextFromBundle(handshakeBundle("request-annotation-ack"))
 	require.NoError(t, err)
 	cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
-	cr, _ := ExploreInitial(cfg.Source)
+	cr, _, _, err := exploreStart(cfg, nil)
+	require.NoError(t, err)
 	steps := []Step{
 		{Actor: ActorOLM, Verb: VerbRequest},
 		{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, true, 1, "1")},
@@ -209,7 +213,7 @@ func BenchmarkExplore(b *testing.B) {
 	b.Run("request-spec/10s", func(b *testing.B) {
 		ctx, err := ContextFromBundle(handshakeBundle("request-spec"))
 		require.NoError(b, err)
-		cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+		cfg := &Config{Source: ctx.Source, StatusSubresource: true, CR: ctx.Resource, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
 		for b.Loop() {
 			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			res, err := Explore(c, cfg, ExploreOptions{Depth: 1000})
@@ -233,4 +237,69 @@ func (r *sliceReader) Read(p []byte) (int, error) {
 	n := copy(p, r.b)
 	r.b = r.b[n:]
 	return n, nil
+}
+
+// TestExploreSpecChange is issue 11, item 14: the user's spec change is a
+// field the CRD keeps, and the apiserver model accepts both values.
+func TestExploreSpecChange(t *testing.T) {
+	crdWith := func(spec string) string {
+		return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+` + spec + `
+          status:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+`
+	}
+	tests := []struct {
+		name string
+		spec string
+		path string
+		err  string
+	}{
+		{name: "an enum", spec: "            type: object\n            properties:\n              mode: {type: string, enum: [Fast, Safe]}\n              zone: {type: string}\n", path: "spec.mode"},
+		{name: "a bounded integer", spec: "            type: object\n            properties:\n              replicas: {type: integer, minimum: 3, maximum: 5}\n", path: "spec.replicas"},
+		{name: "a pattern no sample value matches falls through to the next field", spec: "            type: object\n            properties:\n              a: {type: string, pattern: '^[0-9]+$'}\n              b: {type: boolean}\n", path: "spec.b"},
+		{name: "a spec that keeps unknown fields", spec: "            type: object\n            x-kubernetes-preserve-unknown-fields: true\n", path: "spec.statuscheckExplore"},
+		{name: "nothing a user could change", spec: "            type: object\n            properties:\n              a: {type: string, pattern: '^[0-9]+$'}\n", err: "no spec field of Widget that the apiserver keeps and accepts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "crd.yaml")
+			require.NoError(t, os.WriteFile(p, []byte(crdWith(tt.spec)), 0o644))
+			ctx, err := ContextFromCRD(p, "example.com/v1/Widget/w")
+			require.NoError(t, err)
+			cfg := &Config{Source: ctx.Source, StatusSubresource: true, CR: ctx.Resource, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+			res, err := Explore(context.Background(), cfg, ExploreOptions{Depth: 4})
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.path, strings.Join(res.Change.Path, "."))
+			assert.NotContains(t, fmt.Sprint(res.Initial), "storageLayer", "no invented field")
+			found := false
+			for _, c := range res.Counterexamples {
+				found = found || c.Violation.Rule == RuleUpgradeWhileBlocked
+				assert.NotEqual(t, RuleWriteRejected, c.Violation.Rule, "every explored write is one the apiserver takes")
+			}
+			assert.True(t, found, "the race is found with this field too")
+		})
+	}
 }

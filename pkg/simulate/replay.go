@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -163,6 +165,10 @@ type Context struct {
 	// Resource serves the CRD version: writes are pruned, defaulted and
 	// validated as the apiserver does. nil when no CRD was given.
 	Resource *apiserver.Resource
+	// Example is the CR the console creates for the kind (the CSV's
+	// initialization resource, else its alm-examples entry), when the
+	// bundle has one.
+	Example map[string]interface{}
 	// From says where the context came from.
 	From string
 }
@@ -197,7 +203,43 @@ func ContextFromBundle(dir string) (*Context, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%s: no CRD in the bundle defines %s in group %s", dir, src.Kind, gv.Group)
 	}
-	return contextFor(src, c, "bundle "+dir)
+	ctx, err := contextFor(src, c, "bundle "+dir)
+	if err != nil {
+		return nil, err
+	}
+	ctx.Example = exampleFor(csv.Obj.Annotations, src)
+	return ctx, nil
+}
+
+// exampleFor finds the CR of the status source's kind that the console
+// would create: the initialization resource, else the alm-examples entry
+// of that group and kind (of the source's name, if several).
+func exampleFor(annotations map[string]string, src *contract.StatusSource) map[string]interface{} {
+	gv := src.GroupVersion()
+	fits := func(o map[string]interface{}) bool {
+		id := identityOf(o)
+		return id.Kind == src.Kind && groupOf(id.APIVersion) == gv.Group
+	}
+	if raw, ok := annotations[contract.InitializationResourceKey]; ok {
+		var o map[string]interface{}
+		if yaml.Unmarshal([]byte(raw), &o) == nil && fits(o) {
+			return o
+		}
+	}
+	var list []map[string]interface{}
+	if yaml.Unmarshal([]byte(annotations["alm-examples"]), &list) != nil {
+		return nil
+	}
+	var found map[string]interface{}
+	for _, o := range list {
+		if !fits(o) {
+			continue
+		}
+		if found == nil || identityOf(o).Name == src.Name {
+			found = o
+		}
+	}
+	return found
 }
 
 func contextFor(src *contract.StatusSource, c *crd.CRD, from string) (*Context, error) {

@@ -135,6 +135,18 @@ func checkScope(ctx *Context) []Issue {
 		Message: fmt.Sprintf("namespace %q is given, but %s is cluster-scoped (CRD %s has scope: Cluster)", ctx.Source.Namespace, ctx.Source.Kind, ctx.CRD.Name())}}
 }
 
+func checkNamespacePinned(ctx *Context) []Issue {
+	if ctx.CRD == nil || ctx.Source.Namespace == "" || !ctx.CRD.Namespaced() {
+		return nil
+	}
+	absent := "Allow, so the gate is silently off"
+	if ctx.Source.Absent() == contract.WhenAbsentBlock {
+		absent = "Block, so every upgrade is held"
+	}
+	return []Issue{{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + ".namespace",
+		Message: fmt.Sprintf("the status source pins namespace %q: installed in any other namespace, the gate reads a %s that does not exist there, and whenAbsent is %s", ctx.Source.Namespace, ctx.Source.Kind, absent)}}
+}
+
 func checkSubresource(ctx *Context) []Issue {
 	if ctx.Version == nil || ctx.Version.StatusSubresource {
 		return nil
@@ -176,6 +188,12 @@ func preserves(s *apiextv1.JSONSchemaProps) bool {
 func (ctx *Context) conditions() conditionsInfo {
 	if ctx.conds == nil {
 		ci := ctx.findConditions()
+		if ci.state == schemaMissing && ctx.CRD.V1.Spec.PreserveUnknownFields {
+			// apiextensions.k8s.io/v1beta1 defaults spec.preserveUnknownFields
+			// to true: the apiserver prunes nothing and keeps any status.
+			ci.state = schemaUnverifiable
+			ci.why += " and the CRD keeps unknown fields (spec.preserveUnknownFields, true by default in apiextensions.k8s.io/v1beta1)"
+		}
 		ctx.conds = &ci
 	}
 	return *ctx.conds
@@ -186,7 +204,7 @@ func (ctx *Context) findConditions() conditionsInfo {
 	ci := conditionsInfo{path: v.SchemaPath}
 	root := v.Schema
 	if root == nil {
-		ci.state, ci.why = schemaUnverifiable, "the version has no openAPIV3Schema, so the apiserver keeps any status"
+		ci.state, ci.why = schemaUnverifiable, "the version has no openAPIV3Schema (the apiserver keeps any status)"
 		if ctx.CRD.V1beta1 == nil {
 			ci.path = v.Path
 		}
@@ -274,8 +292,8 @@ func checkObservedGeneration(ctx *Context) []Issue {
 		p := ctx.Version.SchemaPath.Child("properties", "status", "properties", "observedGeneration", "type")
 		return []Issue{atKey(ctx.CRD.Doc, p, "status.observedGeneration is of type %q, not integer", og.Type)}
 	}
-	if preserves(ci.items) {
-		return nil
+	if preserves(ci.items) || ctx.CRD.V1.Spec.PreserveUnknownFields {
+		return nil // an undeclared observedGeneration is kept
 	}
 	return []Issue{atKey(ctx.CRD.Doc, itemsPath,
 		"version %s of CRD %s: condition items have no observedGeneration and status has none either, so an outdated Upgradeable=True cannot be told from a fresh one", ctx.Version.Name, ctx.CRD.Name())}

@@ -85,10 +85,8 @@ func TestCorpusWithStatusSource(t *testing.T) {
 			fmt.Fprintf(&out, "# %s: initialization resource %s.%s is not an owned CRD; not adopted\n", name, ir.Kind, orCore(ir.Group))
 			continue
 		}
-		src := &contract.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name, Namespace: ir.Namespace}
-		if c := b.FindCRD(ir.Group, ir.Kind); c != nil && !c.Namespaced() {
-			src.Namespace = ""
-		}
+		// generate leaves the namespace out (the operator's namespace).
+		src := &contract.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name}
 		csv.Obj.Annotations[contract.AnnotationKey] = src.Marshal()
 		adopted++
 		res := Bundle(b, Options{})

@@ -54,8 +54,8 @@ var fixtures = []fixture{
 
 	{rule: "status-source-invalid", comment: "a misspelt field",
 		edits: []edit{annotation(`{` + cool + `,"condtions":["Upgradeable"]}`)}},
-	{rule: "status-source-invalid", pass: true, comment: "every optional field set",
-		edits: []edit{annotation(`{` + cool + `,"namespace":"cool-system","conditions":["Upgradeable","Degraded"],"whenAbsent":"Block","handshake":{"mode":"None"}}`)}},
+	{rule: "status-source-invalid", pass: true, comment: "every optional field but namespace set",
+		edits: []edit{annotation(`{` + cool + `,"conditions":["Upgradeable","Degraded"],"whenAbsent":"Block","handshake":{"mode":"None"}}`)}},
 
 	{rule: "status-source-not-owned", comment: "the CRD listed as required instead of owned",
 		edits: []edit{{csvFile, "  customresourcedefinitions:\n    owned:", "  customresourcedefinitions:\n    required:"}}},
@@ -77,8 +77,17 @@ var fixtures = []fixture{
 			{crdFile, "  scope: Namespaced", "  scope: Cluster"},
 			annotation(`{` + cool + `,"namespace":"cool-system"}`),
 		}},
-	{rule: "status-source-scope-mismatch", pass: true, comment: "a namespace for a namespaced kind",
+	{rule: "status-source-scope-mismatch", pass: true, comment: "a cluster-scoped kind without a namespace (and its /status granted cluster-wide)",
+		edits: []edit{
+			{crdFile, "  scope: Namespaced", "  scope: Cluster"},
+			{csvFile, statusRule, ""},
+			{csvFile, "      deployments:\n", "      clusterPermissions:\n      - serviceAccountName: cool-operator\n        rules:\n" + statusRule + "      deployments:\n"},
+		}},
+
+	{rule: "status-source-namespace-pinned", comment: "the namespace the bundle was tested in, pinned",
 		edits: []edit{annotation(`{` + cool + `,"namespace":"cool-system"}`)}},
+	{rule: "status-source-namespace-pinned", pass: true, comment: "the namespace left out, whenAbsent Block",
+		edits: []edit{annotation(`{` + cool + `,"whenAbsent":"Block"}`)}},
 
 	{rule: "status-subresource-disabled", comment: "no status subresource",
 		edits: []edit{{crdFile, "    subresources:\n      status: {}\n", ""}}},

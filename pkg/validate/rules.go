@@ -77,6 +77,13 @@ func Rules() []Rule {
 			Check:       checkScope,
 		},
 		{
+			ID:          "status-source-namespace-pinned",
+			Severity:    result.Warning,
+			Summary:     "A namespaced status source names a namespace: installed in another namespace, the gate reads a CR that does not exist (and with whenAbsent: Allow is silently off).",
+			Remediation: "Leave namespace out of the annotation: empty means the namespace the operator is installed in (`statuscheck generate` leaves it out unless --namespace is given).",
+			Check:       checkNamespacePinned,
+		},
+		{
 			ID:          "status-subresource-disabled",
 			Severity:    result.Error,
 			Summary:     "The CRD version has no status subresource, so a status write bumps metadata.generation and observedGeneration can never catch up.",
