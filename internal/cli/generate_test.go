@@ -134,7 +134,7 @@ func TestGenerateRefusesInvalidValues(t *testing.T) {
 	code, stdout, stderr := run(t, "generate", "-w", "--api-version", "cool.operators.corp/v2", dir)
 	assert.Equal(t, 1, code)
 	assert.Empty(t, stdout)
-	assert.Contains(t, stderr, "error status-source-version-not-served: CRD cooloperators.cool.operators.corp has no version v2")
+	assert.Contains(t, stderr, "error status-source-version-not-served: in the annotation generate would write: CRD cooloperators.cool.operators.corp has no version v2")
 	assert.Contains(t, stderr, "nothing written (--force writes it anyway)")
 	after, _ := os.ReadFile(csv)
 	assert.Equal(t, string(before), string(after))

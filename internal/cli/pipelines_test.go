@@ -289,3 +289,68 @@ func TestPreCommitHooks(t *testing.T) {
 	code, _, _ = run(t, args...)
 	assert.Equal(t, 0, code)
 }
+
+// TestMachineOutputWhenNothingWasRead is issue 11, item 9: a path that
+// cannot be read is a failed execution in SARIF and one error, not passes,
+// in JUnit; a file outside the repository is not named relative to it.
+func TestMachineOutputWhenNothingWasRead(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	code, stdout, _ := run(t, "validate", "-o", "sarif", missing)
+	assert.Equal(t, 2, code)
+	var log struct {
+		Runs []struct {
+			Invocations []struct {
+				ExecutionSuccessful        bool `json:"executionSuccessful"`
+				ToolExecutionNotifications []struct {
+					Level   string                `json:"level"`
+					Message struct{ Text string } `json:"message"`
+				} `json:"toolExecutionNotifications"`
+			} `json:"invocations"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &log))
+	require.Len(t, log.Runs[0].Invocations, 1)
+	inv := log.Runs[0].Invocations[0]
+	assert.False(t, inv.ExecutionSuccessful)
+	require.Len(t, inv.ToolExecutionNotifications, 1)
+	assert.Contains(t, inv.ToolExecutionNotifications[0].Message.Text, "gone")
+
+	code, stdout, _ = run(t, "validate", "-o", "junit", missing)
+	assert.Equal(t, 2, code)
+	var suites struct {
+		Tests  int `xml:"tests,attr"`
+		Errors int `xml:"errors,attr"`
+		Suites []struct {
+			Cases []struct {
+				Name  string    `xml:"name,attr"`
+				Error *struct{} `xml:"error"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal([]byte(stdout), &suites))
+	assert.Equal(t, 1, suites.Tests, "one errored testcase, no passing rule")
+	assert.Equal(t, 1, suites.Errors)
+
+	// A bundle outside the repository: an absolute file URI, no base.
+	outside := copyTree(t, "testdata/bundles/rules/status-rbac-missing/fail")
+	_, stdout, _ = run(t, "validate", "-o", "sarif", outside)
+	var out struct {
+		Runs []struct {
+			Results []struct {
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct {
+							URI       string `json:"uri"`
+							URIBaseID string `json:"uriBaseId"`
+						} `json:"artifactLocation"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+	require.NotEmpty(t, out.Runs[0].Results)
+	loc := out.Runs[0].Results[0].Locations[0].PhysicalLocation.ArtifactLocation
+	assert.True(t, strings.HasPrefix(loc.URI, "file:///"), loc.URI)
+	assert.Empty(t, loc.URIBaseID)
+}

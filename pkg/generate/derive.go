@@ -293,7 +293,7 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 		src.Name = e.Name
 		d.From += " and its alm-examples entry"
 		d.unpinned(e.Namespace, "its alm-examples sample", v)
-		if v.Name == nil && e.Name != "" {
+		if v.Name == nil && e.Name != "" && !initializes(csv, e) {
 			d.Notes = append(d.Notes, fmt.Sprintf("the name %q is alm-examples' sample for %s: the gate reads exactly that CR, so %s must be a singleton created with that name (pass --name to choose another)", e.Name, kind, kind))
 		}
 	case len(examples) > 1 && v.Name == nil:
@@ -307,6 +307,17 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 		src.APIVersion = group + "/" + version
 	}
 	return nil
+}
+
+// initializes says whether the CSV's initialization resource is the CR e
+// (then its name is the one the console creates, not a sample).
+func initializes(csv *v1alpha1.ClusterServiceVersion, e contract.ObjectRef) bool {
+	raw, ok := csv.Annotations[contract.InitializationResourceKey]
+	if !ok {
+		return false
+	}
+	ir, err := contract.ParseObjectRef(raw)
+	return err == nil && ir.Kind == e.Kind && ir.Group == e.Group && ir.Name == e.Name
 }
 
 // unpinned notes a namespace a derivation leaves out: the annotation's

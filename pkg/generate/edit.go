@@ -142,9 +142,15 @@ func (t *text) scalarEnd(off int, n *yaml.Node, keyIndent int, flow bool) (int, 
 	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
 		// The header line, then every line that is blank or indented past
 		// the key; the value ends with the last such line that is not blank.
+		// With keep chomping ("|+", ">+") the trailing blank lines are
+		// content too: the value ends with the last of them.
+		keep := keepChomping(d[off:t.lineEnd(off)])
 		end := t.lineEnd(off)
 		for line := t.nextLine(off); line < len(d); line = t.nextLine(line) {
 			if t.blank(line) {
+				if keep {
+					end = t.lineEnd(line)
+				}
 				continue
 			}
 			if t.indentOf(line) <= keyIndent {
@@ -171,6 +177,21 @@ func (t *text) scalarEnd(off int, n *yaml.Node, keyIndent int, flow bool) (int, 
 		end = next
 	}
 	return end, nil
+}
+
+// keepChomping reads a block scalar's header ("|", ">-", "|2+", ">+ #
+// comment") and reports the keep indicator.
+func keepChomping(header []byte) bool {
+	for _, c := range header[1:] {
+		switch {
+		case c == '+':
+			return true
+		case c == '-' || (c >= '0' && c <= '9'):
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 func plainLineEnd(d []byte, from, to int, flow bool) int {

@@ -15,6 +15,7 @@ import (
 	"reflect"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -63,7 +64,7 @@ func (r *Result) Invalid() bool {
 // Run plans the change for path: a bundle root, a manifests directory or a
 // CSV file. It reads but never writes.
 func Run(path string, opts Options) (*Result, error) {
-	file, crds, err := locate(path)
+	file, crds, inBundle, err := locate(path)
 	if err != nil {
 		return nil, err
 	}
@@ -103,9 +104,51 @@ func Run(path string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Findings, res.Notes = check(file, newDoc, newCSV, crds)
+	res.Findings, res.Notes = check(file, newDoc, newCSV, crds, inBundle || len(opts.CRDs) > 0)
+	res.Findings = toOldPositions(file, old, res.New, res.Findings)
 	res.Notes = append(d.Notes, res.Notes...)
 	return res, nil
+}
+
+// ProposedPrefix starts the message of a finding about a line the user's
+// file does not have yet: a line generate would write.
+const ProposedPrefix = "in the annotation generate would write: "
+
+// toOldPositions moves the positions of findings in the CSV file from the
+// edited text to the file the user has: a line the edit left alone keeps
+// its content and gets its line number in the old file; a line the edit
+// writes points at the old line where it would go, and says so.
+func toOldPositions(file string, old, new []byte, findings []result.Finding) []result.Finding {
+	if bytes.Equal(old, new) {
+		return findings
+	}
+	a, b := difflib.SplitLines(string(old)), difflib.SplitLines(string(new))
+	ops := difflib.NewMatcher(a, b).GetOpCodes()
+	out := make([]result.Finding, len(findings))
+	for i, f := range findings {
+		out[i] = f
+		if f.File != file || f.Line <= 0 {
+			continue
+		}
+		j := f.Line - 1
+		for _, op := range ops {
+			if j < op.J1 || j >= op.J2 || op.Tag == 'd' {
+				continue
+			}
+			switch op.Tag {
+			case 'e':
+				out[i].Line = op.I1 + (j - op.J1) + 1
+			case 'r':
+				out[i].Line = op.I1 + min(j-op.J1, op.I2-op.I1-1) + 1
+				out[i].Message = ProposedPrefix + f.Message
+			default: // an inserted line: where it would go
+				out[i].Line, out[i].Column = max(op.I1, 1), 1
+				out[i].Message = ProposedPrefix + f.Message
+			}
+			break
+		}
+	}
+	return out
 }
 
 // upToDate reports whether the CSV's annotation already says value: it
@@ -119,45 +162,46 @@ func upToDate(csv *v1alpha1.ClusterServiceVersion, value string) bool {
 	return cur != nil && len(problems) == 0 && cur.Marshal() == value
 }
 
-// locate finds the CSV file and the CRDs beside it.
-func locate(path string) (string, []*crd.CRD, error) {
+// locate finds the CSV file and the CRDs beside it; inBundle says the
+// path was a bundle (or manifests directory), where the CRDs must be.
+func locate(path string) (file string, crds []*crd.CRD, inBundle bool, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return "", nil, fmt.Errorf("reading %s: %w", path, unwrap(err))
+		return "", nil, false, fmt.Errorf("reading %s: %w", path, unwrap(err))
 	}
 	if st.IsDir() {
 		b, err := bundle.Load(path, bundle.Options{})
 		if err != nil {
-			return "", nil, err
+			return "", nil, false, err
 		}
 		if err := errors.Join(b.Errors...); err != nil {
-			return "", nil, err
+			return "", nil, false, err
 		}
 		for _, p := range b.Problems {
 			if (p.Code == bundle.CodeParse || p.Code == bundle.CodeLimit || p.Code == bundle.CodeSymlink) && isCSVFile(p.Pos.File) {
-				return "", nil, fmt.Errorf("%s: %s", p.Pos, p.Message)
+				return "", nil, false, fmt.Errorf("%s: %s", p.Pos, p.Message)
 			}
 		}
 		switch len(b.CSVs) {
 		case 0:
-			return "", nil, fmt.Errorf("%s: no ClusterServiceVersion found", path)
+			return "", nil, false, fmt.Errorf("%s: no ClusterServiceVersion found", path)
 		case 1:
 		default:
 			var files []string
 			for _, c := range b.CSVs {
 				files = append(files, c.Doc.File)
 			}
-			return "", nil, fmt.Errorf("%s holds %d ClusterServiceVersions (%v); name the CSV file", path, len(b.CSVs), files)
+			return "", nil, false, fmt.Errorf("%s holds %d ClusterServiceVersions (%v); name the CSV file", path, len(b.CSVs), files)
 		}
-		return b.CSV().Doc.File, b.CRDs, nil
+		return b.CSV().Doc.File, b.CRDs, true, nil
 	}
 	// A CSV file: the CRDs beside it, if any (a bundle's manifests/ has
 	// them; operator-sdk's config/manifests/bases has none: use --crd).
-	crds, err := crdsIn(filepath.Dir(path), path)
+	crds, err = crdsIn(filepath.Dir(path), path)
 	if err != nil {
-		return "", nil, err
+		return "", nil, false, err
 	}
-	return path, crds, nil
+	return path, crds, false, nil
 }
 
 func isCSVFile(name string) bool {
@@ -307,10 +351,11 @@ func normalize(v interface{}) interface{} {
 	return out
 }
 
-// check runs validate's rules on the new CSV with the CRDs at hand. With no
-// CRD at all at hand (an operator-sdk base CSV), the CRD checks cannot run:
-// that is a note, not a finding.
-func check(file string, doc *manifest.Document, csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD) ([]result.Finding, []string) {
+// check runs validate's rules on the new CSV with the CRDs at hand. A CSV
+// file alone with no CRD beside it (an operator-sdk base CSV) cannot have
+// its CRD checked: that is a note, not a finding. In a bundle, or with
+// --crd, a missing CRD is the error validate reports.
+func check(file string, doc *manifest.Document, csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, crdsExpected bool) ([]result.Finding, []string) {
 	b := &bundle.Bundle{Path: file, Root: filepath.Dir(file), ManifestsDir: filepath.Dir(file),
 		CSVs: []*bundle.CSV{{Doc: doc, Obj: csv}}, CRDs: crds}
 	res := validate.Bundle(b, validate.Options{})
@@ -321,7 +366,7 @@ func check(file string, doc *manifest.Document, csv *v1alpha1.ClusterServiceVers
 	var out []result.Finding
 	for _, f := range res.Findings {
 		switch {
-		case len(crds) == 0 && f.Rule == "status-source-crd-missing":
+		case len(crds) == 0 && !crdsExpected && f.Rule == "status-source-crd-missing":
 			notes = append(notes, "no CRD at hand, so the CRD checks (version, status subresource, conditions schema, RBAC) were skipped; pass --crd")
 			continue
 		case base && f.Rule == "status-rbac-missing":

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -185,4 +186,54 @@ func TestVerifyCatchesOtherChanges(t *testing.T) {
 			assert.Contains(t, err.Error(), "nothing was written")
 		})
 	}
+}
+
+// TestFindingsPointIntoTheUsersFile is issue 11, item 4: generate's
+// findings name lines of the file on disk, not of the edited text; a
+// finding about the annotation it would write says so.
+func TestFindingsPointIntoTheUsersFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(testutil.RepoRoot(), "testdata/bundles/rules/status-rbac-missing/fail/manifests")
+	for _, name := range []string{"cool-operator.clusterserviceversion.yaml", "cool.operators.corp_cooloperators.yaml"} {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		require.NoError(t, err)
+		if strings.HasSuffix(name, "clusterserviceversion.yaml") {
+			// No annotation yet: generate inserts one, above the RBAC.
+			data = regexp.MustCompile(`(?m)^    # The operator's own CR.*\n    operatorframework.io/status-source: .*\n`).ReplaceAll(data, nil)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+	}
+	csvFile := filepath.Join(dir, "cool-operator.clusterserviceversion.yaml")
+	old, err := os.ReadFile(csvFile)
+	require.NoError(t, err)
+	lineOf := func(text string) int {
+		for i, l := range strings.Split(string(old), "\n") {
+			if strings.Contains(l, text) {
+				return i + 1
+			}
+		}
+		t.Fatalf("%q not in the file", text)
+		return 0
+	}
+	values := coolValues
+	values.Conditions = []string{"Upgradable"}
+	res, err := Run(dir, Options{Values: values})
+	require.NoError(t, err)
+	require.True(t, res.Changed())
+	seen := map[string]bool{}
+	for _, f := range res.Findings {
+		if f.File != csvFile {
+			continue
+		}
+		seen[f.Rule] = true
+		switch f.Rule {
+		case "status-rbac-missing":
+			assert.Equal(t, lineOf("permissions:"), f.Line, "the line of permissions: in the user's file")
+			assert.False(t, strings.HasPrefix(f.Message, ProposedPrefix))
+		case "condition-type-spelling":
+			assert.True(t, strings.HasPrefix(f.Message, ProposedPrefix), "a finding on the new annotation says it is proposed: %s", f.Message)
+			assert.LessOrEqual(t, f.Line, lineOf("spec:"), "it points where the annotation would go")
+		}
+	}
+	assert.True(t, seen["status-rbac-missing"] && seen["condition-type-spelling"], "findings: %+v", res.Findings)
 }

@@ -110,6 +110,22 @@ func (d *Document) Locate(p Path) (pos Position, exact bool) {
 	return Position{File: d.File, Line: n.Line, Column: n.Column}, exact
 }
 
+// Found is the part of p that exists in the document: the node Locate and
+// LocateKey point at when p does not exist.
+func (d *Document) Found(p Path) Path {
+	return p[:locateDepth(d.Node, p)]
+}
+
+// locateDepth is how many elements of p exist in n.
+func locateDepth(n *yaml.Node, p Path) int {
+	for depth := len(p); depth > 0; depth-- {
+		if _, ok := locate(n, p[:depth]); ok {
+			return depth
+		}
+	}
+	return 0
+}
+
 // LocateKey is Locate, but for a mapping entry it returns the position of the
 // key rather than of the value ("annotations:" rather than its first entry).
 func (d *Document) LocateKey(p Path) (pos Position, exact bool) {

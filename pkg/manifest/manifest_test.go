@@ -605,3 +605,11 @@ func BenchmarkParseOneLongLine(b *testing.B) {
 		})
 	}
 }
+
+func TestParsePath(t *testing.T) {
+	for _, s := range []string{"spec.versions[0].schema.openAPIV3Schema", "metadata.annotations[operatorframework.io/status-source].kind", "a[1][2]", "x"} {
+		assert.Equal(t, s, ParsePath(s).String())
+	}
+	assert.Equal(t, NewPath("spec", "versions").Index(3).Child("name"), ParsePath("spec.versions[3].name"))
+	assert.Equal(t, NewPath("metadata", "annotations").Key("a/b"), ParsePath("metadata.annotations[a/b]"))
+}

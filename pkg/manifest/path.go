@@ -83,3 +83,35 @@ func (p Path) String() string {
 	}
 	return b.String()
 }
+
+// ParsePath reads a path as String writes it: fields separated by dots,
+// "[N]" for a list index and "[key]" for a map key.
+func ParsePath(s string) Path {
+	var p Path
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case '.':
+			i++
+		case '[':
+			end := strings.IndexByte(s[i:], ']')
+			if end < 0 {
+				return append(p, PathElem{kind: fieldElem, name: s[i:]})
+			}
+			inner := s[i+1 : i+end]
+			if n, err := strconv.Atoi(inner); err == nil && n >= 0 {
+				p = append(p, PathElem{kind: indexElem, index: n})
+			} else {
+				p = append(p, PathElem{kind: keyElem, name: inner})
+			}
+			i += end + 1
+		default:
+			end := strings.IndexAny(s[i:], ".[")
+			if end < 0 {
+				end = len(s) - i
+			}
+			p = append(p, PathElem{kind: fieldElem, name: s[i : i+end]})
+			i += end
+		}
+	}
+	return p
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,8 +109,21 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
+	Tool        sarifTool         `json:"tool"`
+	Invocations []sarifInvocation `json:"invocations"`
+	Results     []sarifResult     `json:"results"`
+}
+
+// sarifInvocation says whether the run did its job: a bundle that could
+// not be read is not a clean result (SARIF 2.1.0 section 3.20.14).
+type sarifInvocation struct {
+	ExecutionSuccessful        bool                `json:"executionSuccessful"`
+	ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications,omitempty"`
+}
+
+type sarifNotification struct {
+	Level   string    `json:"level"`
+	Message sarifText `json:"message"`
 }
 
 type sarifTool struct {
@@ -198,6 +212,13 @@ func SARIF(w io.Writer, rep *result.Report, rules []validate.Rule, root, version
 		})
 	}
 	run := sarifRun{Tool: sarifTool{Driver: driver}, Results: []sarifResult{}}
+	inv := sarifInvocation{ExecutionSuccessful: !rep.Failed()}
+	for _, b := range rep.Bundles {
+		for _, e := range b.Errors {
+			inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "error", Message: sarifText{Text: e}})
+		}
+	}
+	run.Invocations = []sarifInvocation{inv}
 	for _, b := range rep.Bundles {
 		for _, f := range b.Findings {
 			file, object := splitObject(f.File)
@@ -205,7 +226,7 @@ func SARIF(w io.Writer, rep *result.Report, rules []validate.Rule, root, version
 			if object != "" {
 				msg = object + ": " + msg
 			}
-			loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: relURI(root, file), URIBaseID: "%SRCROOT%"}}}
+			loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: artifact(root, file)}}
 			if f.Line > 0 && object == "" {
 				loc.PhysicalLocation.Region = &sarifRegion{StartLine: f.Line, StartColumn: f.Column}
 			}
@@ -257,16 +278,19 @@ func RepoRoot() string {
 	}
 }
 
-func relURI(root, file string) string {
+// artifact locates a file for SARIF: relative to %SRCROOT% (the
+// repository) when it lies inside it, else by an absolute file: URI with
+// no base, since a path outside the root cannot be resolved against it.
+func artifact(root, file string) sarifArtifact {
 	abs, err := filepath.Abs(file)
 	if err != nil {
-		return filepath.ToSlash(file)
+		return sarifArtifact{URI: (&url.URL{Path: filepath.ToSlash(file)}).String()}
 	}
 	rel, err := filepath.Rel(root, abs)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return filepath.ToSlash(abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return sarifArtifact{URI: (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()}
 	}
-	return filepath.ToSlash(rel)
+	return sarifArtifact{URI: (&url.URL{Path: filepath.ToSlash(rel)}).String(), URIBaseID: "%SRCROOT%"}
 }
 
 // JUnit.
@@ -303,7 +327,8 @@ type junitFailure struct {
 
 // JUnit writes one testsuite per bundle and one testcase per rule of the
 // registry: failed when the rule has a finding at or above failOn. A
-// bundle that could not be read gets one errored testcase.
+// bundle that could not be read gets one errored testcase, and no passing
+// ones: nothing was checked.
 func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result.Severity) error {
 	out := junitSuites{Name: "statuscheck"}
 	for _, b := range rep.Bundles {
@@ -313,6 +338,11 @@ func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result
 			byRule[f.Rule] = append(byRule[f.Rule], f)
 		}
 		for _, r := range rules {
+			if len(b.Errors) > 0 && len(byRule[r.ID]) == 0 {
+				// The bundle was not read (completely): a rule without a
+				// finding did not pass, it was not checked.
+				continue
+			}
 			tc := junitCase{Name: r.ID, ClassName: "statuscheck." + nameOf(b)}
 			var failing, other []string
 			for _, f := range byRule[r.ID] {

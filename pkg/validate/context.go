@@ -96,14 +96,16 @@ type Issue struct {
 
 func sev(s result.Severity) *result.Severity { return &s }
 
-// at is a helper for issues located by a path in a document.
+// at is a helper for issues located by a path in a document. The field is
+// the node the position points at: p, or the deepest part of it that
+// exists.
 func at(doc *manifest.Document, p manifest.Path, format string, args ...interface{}) Issue {
 	pos, _ := doc.Locate(p)
-	return Issue{Pos: pos, Field: p.String(), Message: fmt.Sprintf(format, args...)}
+	return Issue{Pos: pos, Field: doc.Found(p).String(), Message: fmt.Sprintf(format, args...)}
 }
 
 // atKey is at, pointing at the key of the deepest entry that exists.
 func atKey(doc *manifest.Document, p manifest.Path, format string, args ...interface{}) Issue {
 	pos, _ := doc.LocateKey(p)
-	return Issue{Pos: pos, Field: p.String(), Message: fmt.Sprintf(format, args...)}
+	return Issue{Pos: pos, Field: doc.Found(p).String(), Message: fmt.Sprintf(format, args...)}
 }

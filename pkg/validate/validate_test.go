@@ -3,6 +3,8 @@ package validate
 import (
 	"bytes"
 	"flag"
+	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -238,4 +240,41 @@ func TestRegistry(t *testing.T) {
 			assert.Equal(t, s, found.Severity, "severity of %s", id)
 		}
 	}
+}
+
+// TestFieldNamesThePosition is issue 11, item 9: a finding's field is the
+// node its position points at (a member of the JSON inside an annotation
+// value is named after the annotation it sits in).
+func TestFieldNamesThePosition(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "testdata/bundles/rules/*/fail"))
+	require.NoError(t, err)
+	checked := 0
+	for _, dir := range dirs {
+		b, err := bundle.Load(dir, bundle.Options{})
+		require.NoError(t, err)
+		docs := map[string]*manifest.Document{}
+		for _, c := range b.CSVs {
+			docs[c.Doc.File] = c.Doc
+		}
+		for _, c := range b.CRDs {
+			docs[c.Doc.File] = c.Doc
+		}
+		for _, f := range Bundle(b, Options{}).Findings {
+			doc := docs[f.File]
+			if doc == nil || f.Field == "" || f.Line == 0 {
+				continue
+			}
+			p := manifest.ParsePath(f.Field)
+			if len(p) > 3 && strings.HasPrefix(f.Field, "metadata.annotations[") {
+				p = p[:3] // a member of the annotation's JSON value
+			}
+			assert.Equal(t, p.String(), doc.Found(p).String(), "%s %s: the field %s is not in %s", filepath.Base(filepath.Dir(dir)), f.Rule, f.Field, f.File)
+			at, _ := doc.Locate(p)
+			key, _ := doc.LocateKey(p)
+			assert.True(t, (at.Line == f.Line && at.Column == f.Column) || (key.Line == f.Line && key.Column == f.Column),
+				"%s %s: %s:%d:%d is not where %s is", filepath.Base(filepath.Dir(dir)), f.Rule, f.File, f.Line, f.Column, f.Field)
+			checked++
+		}
+	}
+	assert.Greater(t, checked, 15)
 }
