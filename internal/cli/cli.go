@@ -26,11 +26,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.Execute(); err != nil {
+	if cmd, err := root.ExecuteC(); err != nil {
 		fmt.Fprintf(stderr, "statuscheck: %v\n", err)
 		var u usageError
 		if errors.As(err, &u) || isCobraUsage(err) {
-			fmt.Fprintf(stderr, "Run 'statuscheck --help' for usage.\n")
+			// The help of the command that was run, not the root's.
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 		return result.ExitFailure
 	}

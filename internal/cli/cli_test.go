@@ -15,6 +15,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/pkg/report"
 	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/simulate"
 	"github.com/statuscheck/statuscheck/pkg/validate"
 )
 
@@ -150,19 +151,31 @@ func TestValidateOrderIsDeterministic(t *testing.T) {
 	assert.NotEqual(t, firstLines[0], revLines[0])
 }
 
+// TestRulesOutputs: every output of `rules` lists the same entries,
+// validate's rules and simulate's violations (issue 11, item 12).
 func TestRulesOutputs(t *testing.T) {
 	code, stdout, _ := run(t, "rules", "-o", "json")
 	require.Equal(t, 0, code)
 	var rules []report.RuleInfo
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rules))
-	require.Len(t, rules, len(validate.Rules()))
+	kinds := simulate.Kinds()
+	require.Len(t, rules, len(validate.Rules())+len(kinds))
 	for i, r := range validate.Rules() {
 		assert.Equal(t, r.ID, rules[i].ID)
 		assert.Equal(t, r.Severity, rules[i].Severity)
+		assert.Equal(t, "validate", rules[i].Command)
 	}
-	code, stdout, _ = run(t, "rules")
+	for i, k := range kinds {
+		assert.Equal(t, k.ID, rules[len(validate.Rules())+i].ID)
+		assert.Equal(t, "simulate", rules[len(validate.Rules())+i].Command)
+	}
+	code, text, _ := run(t, "rules")
 	require.Equal(t, 0, code)
-	assert.Equal(t, len(validate.Rules()), strings.Count(stdout, "\n"))
+	_, md, _ := run(t, "rules", "-o", "markdown")
+	for _, r := range rules {
+		assert.Contains(t, text, "  "+r.ID+" ", "text lists %s", r.ID)
+		assert.Contains(t, md, "## "+r.ID+"\n", "markdown lists %s", r.ID)
+	}
 }
 
 // TestRulesDocIsCurrent fails when docs/rules.md is stale: regenerate it

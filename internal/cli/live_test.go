@@ -71,11 +71,11 @@ func TestSimulateLiveStdin(t *testing.T) {
 	assert.Contains(t, row, "user")
 	assert.Contains(t, row, "unsafe-approval(naive)")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	summary := waitFor("1 steps")
+	summary := waitFor("1 step,")
 	assert.Contains(t, summary, "gate at the end")
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "exit 1 for the violation, not a crash: %v", err)
 	assert.Equal(t, 1, ee.ExitCode())
-	assert.Contains(t, stderr.String(), "stopped by a signal after 1 steps")
+	assert.Contains(t, stderr.String(), "stopped by a signal after 1 step;")
 }

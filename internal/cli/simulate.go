@@ -69,6 +69,12 @@ those as StatusTraces that simulate replays to the same violation.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.explore {
+				if f.depth < 1 {
+					return usagef("--depth must be at least 1, not %d", f.depth)
+				}
+				if f.timeout < 0 {
+					return usagef("--timeout cannot be negative (%s); 0 means no limit", f.timeout)
+				}
 				if len(args) != 0 {
 					return usagef("--explore takes no TRACE: it builds the traces itself")
 				}
@@ -101,11 +107,11 @@ those as StatusTraces that simulate replays to the same violation.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.bundleDir, "bundle", "", "take the status source and its CRD from this bundle")
-	fl.StringVar(&f.crdFile, "crd", "", "the CRD file, for an operator deployed without OLM (with --source)")
-	fl.StringVar(&f.source, "source", "", "the status source as GROUP/VERSION/KIND/NAME (with --crd)")
+	fl.StringVar(&f.crdFile, "crd", "", "the CRD file, or a directory of CRD files, for an operator deployed without OLM (with --source)")
+	fl.StringVar(&f.source, "source", "", "the status source as GROUP/VERSION/KIND/NAME or GROUP/VERSION/KIND/NAMESPACE/NAME (with --crd)")
 	fl.Var(f.policy, "policy", "gate policy: olm, strict, naive or all")
 	fl.Var(f.format, "format", "trace format: auto, trace, snapshots or audit")
-	fl.VarP(f.output, "output", "o", "output: text (a timeline), json or html")
+	fl.VarP(f.output, "output", "o", "output: text (a timeline), json or html (html for a replay; --explore writes text or json)")
 	fl.Var(f.failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
 	fl.BoolVar(&f.explore, "explore", false, "search every interleaving of the lock protocol instead of replaying a trace")
 	fl.IntVar(&f.depth, "depth", simulate.DefaultDepth, "--explore: the most steps a trace may take")
@@ -192,7 +198,7 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 		}
 	}
 	if t.Stopped() {
-		fmt.Fprintf(a.stderr, "statuscheck: stopped by a signal after %d steps; the verdicts above are for those\n", sum.Steps)
+		fmt.Fprintf(a.stderr, "statuscheck: stopped by a signal after %s; the verdicts above are for those\n", report.Plural(sum.Steps, "step", "steps"))
 	}
 	return sum.ExitCode(failOn), nil
 }
@@ -306,7 +312,7 @@ func (a *app) exploreText(res *simulate.ExploreResult, files []string) {
 		if v.Policy != "" {
 			tag = " [" + string(v.Policy) + "]"
 		}
-		fmt.Fprintf(a.stdout, "  %s %s%s in %d steps: %s\n", v.Severity, v.Rule, tag, len(c.Steps), v.Message)
+		fmt.Fprintf(a.stdout, "  %s %s%s in %s: %s\n", v.Severity, v.Rule, tag, report.Plural(len(c.Steps), "step", "steps"), v.Message)
 		for j, st := range c.Steps {
 			fmt.Fprintf(a.stdout, "    %2d. %s\n", j+1, describeStep(st))
 		}

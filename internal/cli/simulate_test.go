@@ -146,6 +146,7 @@ func TestSimulateHTML(t *testing.T) {
 			ids := map[string]bool{}
 			var rows, items int
 			var links []string
+			severities := map[string]string{} // rule -> the class its tags carry
 			var walk func(n *html.Node, inTimeline, inList bool)
 			walk = func(n *html.Node, inTimeline, inList bool) {
 				if n.Type == html.ElementNode {
@@ -165,6 +166,10 @@ func TestSimulateHTML(t *testing.T) {
 						items++
 					case n.Data == "a" && inList:
 						links = append(links, strings.TrimPrefix(attr["href"], "#"))
+					case n.Data == "span" && strings.Contains(attr["class"], "violation") && attr["data-rule"] != "":
+						severities[attr["data-rule"]] = strings.TrimSpace(strings.TrimPrefix(attr["class"], "violation"))
+					case n.Data == "td" && attr["class"] == "Allow" && strings.Contains(attr["title"], "unsafe-approval"):
+						t.Errorf("an Allow that is the violation is shown as a good verdict")
 					}
 				}
 				for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -180,6 +185,10 @@ func TestSimulateHTML(t *testing.T) {
 				}
 			}
 			assert.NotContains(t, page, "<script", "self-contained and inert")
+			// Issue 11, item 13: a violation is styled by its severity.
+			for _, v := range out.Violations {
+				assert.Equal(t, v.Severity.String(), severities[v.Rule], "%s is styled as %s", v.Rule, v.Severity)
+			}
 		})
 	}
 }

@@ -28,7 +28,14 @@ served, the status subresource is on, conditions carry observedGeneration,
 RBAC allows /status writes and the handshake is consistent. Bundle-format
 problems operator-registry would reject are reported too.
 
-Run 'statuscheck rules' for the list of rules.`,
+Run 'statuscheck rules' for the list of rules.
+
+Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2
+statuscheck could not validate. Two formats differ on purpose: -o
+manifest-result and scorecard exit 0 with findings, because operator-sdk
+(an external validator) and scorecard (a custom test) read the verdict
+from the output and take a non-zero exit for a crash; they exit 2 with no
+output when a bundle could not be read.`,
 		Example: `  statuscheck validate bundle/
   statuscheck validate -o json --fail-on warning bundle-a/ bundle-b/`,
 		Args: cobra.MinimumNArgs(1),

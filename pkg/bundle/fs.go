@@ -58,7 +58,7 @@ func (OS) ReadFile(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
 	}
 	if limit > 0 && st.Size() > limit {
 		return nil, &ErrTooLarge{Size: st.Size(), Limit: limit}
@@ -75,4 +75,21 @@ func (OS) ReadFile(name string, limit int64) ([]byte, error) {
 		return nil, &ErrTooLarge{Size: int64(len(data)), Limit: limit}
 	}
 	return data, nil
+}
+
+// fileKind names what a non-regular file is, in words.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }

@@ -183,11 +183,16 @@ func applyHandshake(src *contract.StatusSource, v Values) {
 	if h == nil {
 		h = &contract.Handshake{Mode: contract.HandshakeNone}
 	}
-	if v.Handshake != nil {
+	switch {
+	case v.Handshake != nil:
 		h.Mode = contract.HandshakeMode(*v.Handshake)
 		if h.Mode != contract.HandshakeRequestAck {
 			h.Request, h.Ack = nil, nil
 		}
+	default:
+		// --request-spec-path, --request-annotation and --ack-status-path
+		// only make sense in a RequestAck handshake: they imply it.
+		h.Mode = contract.HandshakeRequestAck
 	}
 	if v.RequestSpecPath != nil || v.RequestAnnotation != nil {
 		h.Request = &contract.HandshakeRequest{}
@@ -240,6 +245,9 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 				if o.kind == kind {
 					group = o.group
 				}
+			}
+			if group == "" {
+				return notOwned(csv, kind, owned)
 			}
 		}
 	case v.APIVersion != nil:
@@ -328,6 +336,22 @@ func (d *Derivation) unpinned(ns, where string, v Values) {
 		return
 	}
 	d.Notes = append(d.Notes, fmt.Sprintf("%s is in namespace %q; the annotation leaves the namespace out, so the gate reads the CR in the namespace the operator is installed in (pass --namespace %s to pin it)", where, ns, ns))
+}
+
+// notOwned is the error for --kind naming no owned kind (without
+// --api-version to say where it is): with the owned kind it probably means.
+func notOwned(csv *v1alpha1.ClusterServiceVersion, kind string, owned []ownedKind) error {
+	reason := fmt.Sprintf("--kind %s is not an owned kind of the CSV", kind)
+	for _, o := range owned {
+		if strings.EqualFold(o.kind, kind) {
+			reason += fmt.Sprintf("; did you mean %s?", o.kind)
+			break
+		}
+	}
+	if len(owned) == 0 {
+		reason += " (it owns none); pass --api-version too"
+	}
+	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, owned)}
 }
 
 func describeOwned(csv *v1alpha1.ClusterServiceVersion, kinds []ownedKind) []string {

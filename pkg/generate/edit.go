@@ -296,7 +296,7 @@ func SetAnnotation(data []byte, key, value string) (Edit, error) {
 	case isNull(md.value):
 		return t.fillNull(md, []string{"annotations:"}, key, value)
 	default:
-		return Edit{}, fmt.Errorf("metadata is a %s, not a mapping", kindName(md.value))
+		return Edit{}, fmt.Errorf("metadata is %s, not a mapping", kindName(md.value))
 	}
 	ann := entry(md.value, "annotations")
 	if ann == nil {
@@ -309,7 +309,7 @@ func SetAnnotation(data []byte, key, value string) (Edit, error) {
 	case isNull(ann.value):
 		return t.fillNull(ann, nil, key, value)
 	default:
-		return Edit{}, fmt.Errorf("metadata.annotations is a %s, not a mapping", kindName(ann.value))
+		return Edit{}, fmt.Errorf("metadata.annotations is %s, not a mapping", kindName(ann.value))
 	}
 	if cur := entry(ann.value, key); cur != nil {
 		return t.replaceValue(cur, value, false)
@@ -328,7 +328,7 @@ func kindName(n *yaml.Node) string { return manifest.KindName(n.Kind) }
 func (t *text) replaceValue(cur *kv, value string, flow bool) (Edit, error) {
 	v := cur.value
 	if v.Kind != yaml.ScalarNode {
-		return Edit{}, fmt.Errorf("the existing annotation is a %s, not a string", kindName(v))
+		return Edit{}, fmt.Errorf("the existing annotation is %s, not a string", kindName(v))
 	}
 	start := t.skipProperties(t.nodeOffset(v), v)
 	keyIndent := cur.key.Column - 1
@@ -599,7 +599,7 @@ func (t *text) setFlow(root *yaml.Node, key, value string) (Edit, error) {
 		return t.insertFlow(root, `"metadata": {"annotations": {`+doubleQuoted(key)+`: `+doubleQuoted(value)+`}}`)
 	}
 	if md.value.Kind != yaml.MappingNode {
-		return Edit{}, fmt.Errorf("metadata is a %s, not a mapping", kindName(md.value))
+		return Edit{}, fmt.Errorf("metadata is %s, not a mapping", kindName(md.value))
 	}
 	return t.setFlowMetadata(md.value, key, value)
 }
@@ -613,7 +613,7 @@ func (t *text) setFlowMetadata(md *yaml.Node, key, value string) (Edit, error) {
 		return t.insertFlow(md, `"annotations": {`+doubleQuoted(key)+`: `+doubleQuoted(value)+`}`)
 	}
 	if ann.value.Kind != yaml.MappingNode {
-		return Edit{}, fmt.Errorf("metadata.annotations is a %s, not a mapping", kindName(ann.value))
+		return Edit{}, fmt.Errorf("metadata.annotations is %s, not a mapping", kindName(ann.value))
 	}
 	return t.setInFlowMap(ann.value, key, value)
 }

@@ -159,6 +159,7 @@ func TestSetAnnotationErrors(t *testing.T) {
 		{name: "metadata is a list", in: "kind: ClusterServiceVersion\nmetadata: [a]\n", msg: "metadata is a sequence"},
 		{name: "annotations is a string", in: "kind: ClusterServiceVersion\nmetadata:\n  annotations: x\n", msg: "metadata.annotations is a scalar"},
 		{name: "the annotation is a map", in: "kind: ClusterServiceVersion\nmetadata:\n  annotations:\n    " + contract.AnnotationKey + ":\n      a: b\n", msg: "is a mapping, not a string"},
+		{name: "the annotation is an alias", in: "kind: ClusterServiceVersion\nmetadata:\n  labels: {a: &v x}\n  annotations:\n    " + contract.AnnotationKey + ": *v\n", msg: "the existing annotation is an alias, not a string"},
 		{name: "utf-16", in: "\xff\xfek\x00", msg: "UTF-16"},
 		{name: "not yaml", in: "kind: [\n", msg: "did not find expected"},
 	}

@@ -834,7 +834,7 @@ func (c *converter) key(k *yaml.Node) (string, error) {
 		k = k.Alias
 	}
 	if k.Kind != yaml.ScalarNode {
-		return "", c.errorf(k, false, "a mapping key must be a scalar, not a %s", KindName(k.Kind))
+		return "", c.errorf(k, false, "a mapping key must be a scalar, not %s", KindName(k.Kind))
 	}
 	kind, v, err := c.resolve(k)
 	if err != nil {
@@ -921,15 +921,15 @@ func (c *converter) resolve(n *yaml.Node) (scalarKind, interface{}, error) {
 func KindName(k yaml.Kind) string {
 	switch k {
 	case yaml.MappingNode:
-		return "mapping"
+		return "a mapping"
 	case yaml.SequenceNode:
-		return "sequence"
+		return "a sequence"
 	case yaml.ScalarNode:
-		return "scalar"
+		return "a scalar"
 	case yaml.AliasNode:
-		return "alias"
+		return "an alias"
 	}
-	return "document"
+	return "a document"
 }
 
 // locate walks p from n, returning the deepest node reached and whether the

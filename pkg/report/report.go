@@ -45,6 +45,10 @@ func position(f result.Finding) string {
 	return fmt.Sprintf("%s:%d:%d", f.File, f.Line, f.Column)
 }
 
+// Plural writes a count with the word that agrees with it ("1 step",
+// "2 steps").
+func Plural(n int, one, many string) string { return plural(n, one, many) }
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, one)
@@ -90,31 +94,50 @@ func JSON(w io.Writer, rep *result.Report) error {
 	return enc.Encode(out)
 }
 
-// RuleInfo is a rule as the rules listing shows it.
+// RuleInfo is a rule of validate, or a violation of simulate, as the
+// rules listing shows it.
 type RuleInfo struct {
-	ID          string          `json:"id"`
+	ID string `json:"id"`
+	// Command is the command that reports it: validate or simulate.
+	Command     string          `json:"command"`
 	Severity    result.Severity `json:"severity"`
 	Summary     string          `json:"summary"`
 	Remediation string          `json:"remediation"`
+	// PerPolicy marks a simulate violation judged for each gate policy.
+	PerPolicy bool `json:"perPolicy,omitempty"`
 }
 
+// infos lists validate's rules, then simulate's violations: the same
+// entries docs/rules.md has.
 func infos(rules []validate.Rule) []RuleInfo {
 	out := make([]RuleInfo, 0, len(rules))
 	for _, r := range rules {
-		out = append(out, RuleInfo{ID: r.ID, Severity: r.Severity, Summary: r.Summary, Remediation: r.Remediation})
+		out = append(out, RuleInfo{ID: r.ID, Command: "validate", Severity: r.Severity, Summary: r.Summary, Remediation: r.Remediation})
+	}
+	for _, k := range simulate.Kinds() {
+		out = append(out, RuleInfo{ID: k.ID, Command: "simulate", Severity: k.Severity, Summary: k.Summary, Remediation: k.Remediation, PerPolicy: k.PerPolicy})
 	}
 	return out
 }
 
-// RulesText lists the rules one per line.
+// RulesText lists validate's rules and simulate's violations, one per line.
 func RulesText(w io.Writer, rules []validate.Rule) error {
 	ew := &errWriter{w: w}
+	all := infos(rules)
 	width := 0
-	for _, r := range rules {
+	for _, r := range all {
 		width = max(width, len(r.ID))
 	}
-	for _, r := range rules {
-		ew.printf("%-*s  %-7s  %s\n", width, r.ID, r.Severity, r.Summary)
+	cmd := ""
+	for _, r := range all {
+		if r.Command != cmd {
+			if cmd != "" {
+				ew.printf("\n")
+			}
+			cmd = r.Command
+			ew.printf("statuscheck %s:\n", map[string]string{"validate": "validate rules", "simulate": "simulate violations"}[cmd])
+		}
+		ew.printf("  %-*s  %-7s  %s\n", width, r.ID, r.Severity, r.Summary)
 	}
 	return ew.err
 }

@@ -93,7 +93,11 @@ func violationTags(vs []simulate.Violation) string {
 func (t *Timeline) Close(sum *simulate.Summary) error {
 	t.printf("\n")
 	for _, v := range sum.Violations {
-		t.printf("%s: %s %s%s at step %d: %s\n", location(v), v.Severity, v.Rule, policyTag(v.Policy), v.Step, v.Message)
+		at := fmt.Sprintf(" at step %d", v.Step)
+		if v.Step == 0 {
+			at = "" // about the run as a whole, or its starting state
+		}
+		t.printf("%s: %s %s%s%s: %s\n", location(v), v.Severity, v.Rule, policyTag(v.Policy), at, v.Message)
 	}
 	if sum.Dropped > 0 {
 		t.printf("... and %d more violations (only the first %d are listed)\n", sum.Dropped, simulate.MaxViolations)
@@ -107,7 +111,7 @@ func (t *Timeline) Close(sum *simulate.Summary) error {
 			final = append(final, fmt.Sprintf("%s %s", p, sum.Final[i].Verdict))
 		}
 	}
-	t.printf("%d steps, %s; gate at the end: %s\n", sum.Steps, countsText(sum.Counts), strings.Join(final, ", "))
+	t.printf("%s, %s; gate at the end: %s\n", plural(sum.Steps, "step", "steps"), countsText(sum.Counts), strings.Join(final, ", "))
 	return t.err
 }
 
@@ -188,8 +192,12 @@ type htmlRow struct {
 	Gen        string
 	Condition  string
 	Verdicts   []htmlVerdict
-	Violations []string
+	Violations []htmlTag
 	Bad        bool
+}
+
+type htmlTag struct {
+	Tag, Severity string
 }
 
 type htmlVerdict struct {
@@ -217,8 +225,12 @@ th, td { border: 1px solid #ccc; padding: .25em .5em; text-align: left; vertical
 th { background: #f0f0f0; position: sticky; top: 0; }
 td.Allow { background: #dff3df; }
 td.Block { background: #f8dcdc; }
+td.violated { background: #f4b6b6; color: #800; font-weight: bold; }
 tr.bad td { border-top: 2px solid #b00; }
-.violation { color: #b00; font-weight: bold; }
+.violation { font-weight: bold; }
+.error { color: #b00; }
+.warning { color: #9a5b00; }
+.info { color: #245; }
 ul.violations li { margin: .3em 0; }
 </style>
 </head>
@@ -234,14 +246,14 @@ ul.violations li { margin: .3em 0; }
 {{end}}</dl>
 <h2>Violations</h2>
 {{if .Violations}}<ul class="violations" id="violations">
-{{range .Violations}}<li><a href="#{{.Anchor}}">step {{.Step}}</a>: <span class="violation" data-rule="{{.Rule}}">{{.Rule}}</span>{{if .Policy}} [{{.Policy}}]{{end}} ({{.Severity}}): {{.Message}}</li>
+{{range .Violations}}<li>{{if .Step}}<a href="#{{.Anchor}}">step {{.Step}}</a>{{else}}end of the trace{{end}}: <span class="violation {{.Severity}}" data-rule="{{.Rule}}">{{.Rule}}</span>{{if .Policy}} [{{.Policy}}]{{end}} ({{.Severity}}): {{.Message}}</li>
 {{end}}</ul>{{else}}<p id="violations">None.</p>{{end}}
 <h2>Timeline</h2>
 {{if .Skipped}}<p>{{.Skipped}} steps without violations are not shown.</p>{{end}}
 <table id="timeline">
 <thead><tr><th>step</th><th>line</th><th>actor</th><th>action</th><th>generation</th><th>Upgradeable</th>{{range .Policies}}<th>{{.}}</th>{{end}}<th>violations</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr id="{{.ID}}"{{if .Bad}} class="bad"{{end}}><td>{{.Step}}</td><td>{{.Line}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Gen}}</td><td>{{.Condition}}</td>{{range .Verdicts}}<td class="{{.Class}}" title="{{.Reason}}">{{.Verdict}}</td>{{end}}<td>{{range .Violations}}<span class="violation">{{.}}</span> {{end}}</td></tr>
+{{range .Rows}}<tr id="{{.ID}}"{{if .Bad}} class="bad"{{end}}><td>{{.Step}}</td><td>{{.Line}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Gen}}</td><td>{{.Condition}}</td>{{range .Verdicts}}<td class="{{.Class}}" title="{{.Reason}}">{{.Verdict}}</td>{{end}}<td>{{range .Violations}}<span class="violation {{.Severity}}">{{.Tag}}</span> {{end}}</td></tr>
 {{end}}</tbody>
 </table>
 </body>
@@ -278,11 +290,20 @@ func SimulationHTML(w io.Writer, sum *simulate.Summary, rows *HTMLRows) error {
 		if !r.Exists {
 			hr.Gen = "-"
 		}
-		for i := range sum.Policies {
+		for i, p := range sum.Policies {
 			v := htmlVerdict{Verdict: "-"}
 			if r.Outcome.Verdicts != nil {
 				d := r.Outcome.Verdicts[i]
 				v = htmlVerdict{Verdict: string(d.Verdict), Reason: d.Reason, Class: string(d.Verdict)}
+				// A verdict that is itself the violation (an approval on
+				// outdated information, a replacement while blocked) is
+				// not shown as a good one.
+				for _, viol := range r.Outcome.Violations {
+					if viol.Policy == p && viol.Step == r.Outcome.Step {
+						v.Class = "violated"
+						v.Reason = viol.Rule + ": " + d.Reason
+					}
+				}
 			}
 			hr.Verdicts = append(hr.Verdicts, v)
 		}
@@ -291,7 +312,7 @@ func SimulationHTML(w io.Writer, sum *simulate.Summary, rows *HTMLRows) error {
 			if v.Policy != "" {
 				tag += " [" + string(v.Policy) + "]"
 			}
-			hr.Violations = append(hr.Violations, tag)
+			hr.Violations = append(hr.Violations, htmlTag{Tag: tag, Severity: v.Severity.String()})
 		}
 		data.Rows = append(data.Rows, hr)
 	}

@@ -795,8 +795,12 @@ func Finish(cfg *Config, s State) []Violation {
 	for _, p := range cfg.Policies {
 		d := gate(cfg, &s, p)
 		if d.Verdict == contract.Block {
+			when := fmt.Sprintf("at step %d", s.Report.step)
+			if s.Report.step == 0 {
+				when = "in the starting state"
+			}
 			v := violation(RuleNeverUpgradeable, p, Step{}, s.Report.step, s,
-				fmt.Sprintf("the run ends with the %s gate blocked (%s) although the operator's last report (step %d) is Upgradeable=True", p, d.Reason, s.Report.step))
+				fmt.Sprintf("the run ends with the %s gate blocked (%s) although the operator's last report (%s) is Upgradeable=True", p, d.Reason, when))
 			out = append(out, v)
 		}
 	}

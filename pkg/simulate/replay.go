@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -307,34 +308,77 @@ func ParseSourceRef(ref string) (*contract.StatusSource, error) {
 	return src, nil
 }
 
-// ContextFromCRD serves operators deployed without OLM: the CRD file and
-// the object's reference.
+// ContextFromCRD serves operators deployed without OLM: the CRD file (or
+// a directory of CRD files, as config/crd/bases) and the object's
+// reference.
 func ContextFromCRD(file, ref string) (*Context, error) {
 	src, err := ParseSourceRef(ref)
 	if err != nil {
 		return nil, err
 	}
-	data, err := bundle.OS{}.ReadFile(file, manifest.DefaultLimits.MaxFileSize)
-	if err != nil {
-		return nil, fmt.Errorf("reading --crd %s: %w", file, err)
-	}
-	docs, err := manifest.Parse(file, data, manifest.DefaultLimits)
-	if err != nil {
-		return nil, err
-	}
-	crds, err := crd.DecodeAll(docs)
-	if err != nil {
-		return nil, err
+	files := []string{file}
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		entries, err := os.ReadDir(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading --crd %s: %w", file, err)
+		}
+		files = nil
+		for _, e := range entries {
+			switch filepath.Ext(e.Name()) {
+			case ".yaml", ".yml", ".json":
+				if e.Type().IsRegular() {
+					files = append(files, filepath.Join(file, e.Name()))
+				}
+			}
+		}
 	}
 	gv := src.GroupVersion()
-	var kinds []string
-	for _, c := range crds {
-		if c.Group() == gv.Group && c.Kind() == src.Kind {
-			return contextFor(src, c, "--crd "+filepath.Base(file))
+	var kinds, others []string
+	for _, f := range files {
+		data, err := bundle.OS{}.ReadFile(f, manifest.DefaultLimits.MaxFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("reading --crd %s: %w", f, err)
 		}
-		kinds = append(kinds, c.Kind()+"."+c.Group())
+		docs, err := manifest.Parse(f, data, manifest.DefaultLimits)
+		if err != nil {
+			return nil, err
+		}
+		crds, err := crd.DecodeAll(docs)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range crds {
+			if c.Group() == gv.Group && c.Kind() == src.Kind {
+				return contextFor(src, c, "--crd "+filepath.Base(f))
+			}
+			kinds = append(kinds, c.Kind()+"."+c.Group())
+		}
+		for _, d := range docs {
+			if k, _ := d.Object()["kind"].(string); k != crd.Kind && k != "" {
+				others = append(others, k)
+			}
+		}
+	}
+	if len(kinds) == 0 {
+		what := "no CustomResourceDefinition"
+		if len(others) > 0 {
+			what += " (it holds " + strings.Join(dedupe(others), ", ") + ")"
+		}
+		return nil, fmt.Errorf("--crd %s holds %s; give the CRD of %s", file, what, src.Kind)
 	}
 	return nil, fmt.Errorf("--crd %s defines no %s in group %s (it has %s)", file, src.Kind, gv.Group, strings.Join(kinds, ", "))
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Config builds a run's configuration: the command line's context first,
