@@ -245,3 +245,22 @@ func BenchmarkWrites(b *testing.B) {
 		}
 	})
 }
+
+func TestValidateCRD(t *testing.T) {
+	good := loadCRD(t, "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml")
+	rf, err := ValidateCRD(good)
+	require.NoError(t, err)
+	assert.Nil(t, rf, "the good CRD is taken")
+
+	bad := good.DeepCopy()
+	props := bad.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"]
+	conds := props.Properties["conditions"]
+	conds.Items.Schema.Required = []string{"status"} // the map key "type" no longer required
+	props.Properties["conditions"] = conds
+	bad.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = props
+	rf, err = ValidateCRD(bad)
+	require.NoError(t, err)
+	require.NotNil(t, rf)
+	t.Log(rf.Error())
+	require.NotEmpty(t, rf.Fields)
+}

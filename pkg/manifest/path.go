@@ -23,6 +23,15 @@ type PathElem struct {
 	index int
 }
 
+// Name returns the element's field name or map key, or, for a list index,
+// "" and true.
+func (e PathElem) Name() (name string, isIndex bool) {
+	if e.kind == indexElem {
+		return "", true
+	}
+	return e.name, false
+}
+
 // Path is a field path inside an object, printed like Kubernetes' field.Path
 // ("spec.versions[0].schema", "metadata.annotations[a/b]"). Unlike field.Path
 // it can be walked, which is what finding a position needs.

@@ -159,169 +159,149 @@ func checkSubresource(ctx *Context) []Issue {
 		"version %s of CRD %s has no status subresource (%s): every status write then bumps metadata.generation, so observedGeneration can never catch up", ctx.Version.Name, ctx.CRD.Name(), where)}
 }
 
-// conditionsSchema finds status.conditions in the version's schema. state
-// says what was found.
-type schemaState int
-
-const (
-	schemaOK schemaState = iota
-	schemaUnverifiable
-	schemaMissing
-)
-
-type conditionsInfo struct {
-	state  schemaState
-	why    string
-	status *apiextv1.JSONSchemaProps
-	conds  *apiextv1.JSONSchemaProps
-	items  *apiextv1.JSONSchemaProps
-	// path is the deepest schema path that exists on the way.
-	path manifest.Path
+// probable says whether the probes can run: the status source's CRD and
+// a served version of it are in the bundle.
+func (ctx *Context) probable() bool {
+	return ctx.CSV != nil && ctx.CRD != nil && ctx.Version != nil && ctx.Version.Served
 }
 
-func preserves(s *apiextv1.JSONSchemaProps) bool {
-	return s != nil && s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
-}
-
-// conditions is where status.conditions stands in the version's schema,
-// worked out once per bundle for the four checks that read it.
-func (ctx *Context) conditions() conditionsInfo {
-	if ctx.conds == nil {
-		ci := ctx.findConditions()
-		if ci.state == schemaMissing && ctx.CRD.V1.Spec.PreserveUnknownFields {
-			// apiextensions.k8s.io/v1beta1 defaults spec.preserveUnknownFields
-			// to true: the apiserver prunes nothing and keeps any status.
-			ci.state = schemaUnverifiable
-			ci.why += " and the CRD keeps unknown fields (spec.preserveUnknownFields, true by default in apiextensions.k8s.io/v1beta1)"
-		}
-		ctx.conds = &ci
-	}
-	return *ctx.conds
-}
-
-func (ctx *Context) findConditions() conditionsInfo {
-	v := ctx.Version
-	ci := conditionsInfo{path: v.SchemaPath}
-	root := v.Schema
-	if root == nil {
-		ci.state, ci.why = schemaUnverifiable, "the version has no openAPIV3Schema (the apiserver keeps any status)"
-		if ctx.CRD.V1beta1 == nil {
-			ci.path = v.Path
-		}
-		return ci
-	}
-	status, ok := root.Properties["status"]
-	if !ok {
-		if preserves(root) {
-			ci.state, ci.why = schemaUnverifiable, "the schema preserves unknown fields and does not describe status"
-		} else {
-			ci.state, ci.why = schemaMissing, "the schema has no status property"
-		}
-		ci.path = v.SchemaPath.Child("properties")
-		return ci
-	}
-	ci.status = &status
-	ci.path = v.SchemaPath.Child("properties", "status")
-	conds, ok := status.Properties["conditions"]
-	if !ok {
-		if preserves(&status) {
-			ci.state, ci.why = schemaUnverifiable, "status is x-kubernetes-preserve-unknown-fields and does not describe conditions"
-		} else {
-			ci.state, ci.why = schemaMissing, "status has no conditions property"
-		}
-		return ci
-	}
-	ci.conds = &conds
-	ci.path = ci.path.Child("properties", "conditions")
-	if conds.Type != "array" {
-		ci.state, ci.why = schemaMissing, fmt.Sprintf("status.conditions is of type %q, not an array", conds.Type)
-		return ci
-	}
-	if conds.Items == nil || conds.Items.Schema == nil {
-		ci.state, ci.why = schemaMissing, "status.conditions has no items schema"
-		return ci
-	}
-	items := conds.Items.Schema
-	ci.items = items
-	if items.Type != "object" {
-		ci.state, ci.why = schemaMissing, fmt.Sprintf("status.conditions items are of type %q, not objects", items.Type)
-		ci.path = ci.path.Child("items")
-		return ci
-	}
-	return ci
-}
-
-func checkConditionsSchema(ctx *Context) []Issue {
-	if ctx.Version == nil {
+// probed returns the probe results when the probes ran to the end (the
+// apiserver takes the CRD), else nil.
+func (ctx *Context) probed() *probeResults {
+	if !ctx.probable() {
 		return nil
 	}
-	ci := ctx.conditions()
-	switch ci.state {
-	case schemaMissing:
-		return []Issue{atKey(ctx.CRD.Doc, ci.path, "version %s of CRD %s: %s; the gate has no conditions to read", ctx.Version.Name, ctx.CRD.Name(), ci.why)}
-	case schemaUnverifiable:
-		is := atKey(ctx.CRD.Doc, ci.path, "version %s of CRD %s: %s, so status.conditions cannot be verified", ctx.Version.Name, ctx.CRD.Name(), ci.why)
-		is.Severity = sev(result.Warning)
-		return []Issue{is}
+	if r := ctx.probes(); r.serveErr == nil {
+		return r
 	}
 	return nil
 }
 
-func isInteger(s apiextv1.JSONSchemaProps) bool { return s.Type == "integer" }
+// statusWriteText describes probe 1 for messages.
+const statusWriteText = "the status write an operator makes with metav1.Condition (probe 1: each gated condition True, then False, with reason, message, lastTransitionTime and observedGeneration)"
+
+func checkCRDInvalid(ctx *Context) []Issue {
+	if !ctx.probable() {
+		return nil
+	}
+	r := ctx.probes()
+	if r.crd == nil {
+		if r.serveErr != nil {
+			return []Issue{at(ctx.CRD.Doc, ctx.Version.Path, "the apiserver could not serve version %s of CRD %s: %v", ctx.Version.Name, ctx.CRD.Name(), r.serveErr)}
+		}
+		return nil
+	}
+	var out []Issue
+	for _, fe := range r.crd.Fields {
+		out = append(out, at(ctx.CRD.Doc, ctx.crdPath(fe.Field), "the apiserver refuses CRD %s: %s: %s", ctx.CRD.Name(), fe.Field, fe.Detail))
+	}
+	if len(out) == 0 {
+		out = append(out, at(ctx.CRD.Doc, manifest.Path{}, "the apiserver refuses CRD %s: %s", ctx.CRD.Name(), r.crd.Error()))
+	}
+	return out
+}
+
+func checkStatusWriteRejected(ctx *Context) []Issue {
+	r := ctx.probed()
+	if r == nil || r.statusRefused == nil {
+		return nil
+	}
+	var out []Issue
+	for _, fe := range r.statusRefused.Fields {
+		out = append(out, atKey(ctx.CRD.Doc, ctx.schemaAt(fe.Field), "the apiserver refuses %s, at Upgradeable=%s: %s: %s", statusWriteText, r.statusRefusedStatus, fe.Field, fe.Detail))
+	}
+	if len(out) == 0 {
+		out = append(out, atKey(ctx.CRD.Doc, ctx.schemaAt("status"), "the apiserver refuses %s, at Upgradeable=%s: %s", statusWriteText, r.statusRefusedStatus, r.statusRefused.Error()))
+	}
+	return out
+}
+
+func checkExampleInvalid(ctx *Context) []Issue {
+	r := ctx.probed()
+	if r == nil || r.exampleRefused == nil {
+		return nil
+	}
+	p := manifest.NewPath("metadata", "annotations").Key(r.exampleKey)
+	return []Issue{at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example of %s (probe 3, as the console creates it): %s", ctx.Source.Kind, r.exampleKey, r.exampleRefused.Error())}
+}
+
+func checkConditionsSchema(ctx *Context) []Issue {
+	r := ctx.probed()
+	if r == nil || r.statusRefused != nil {
+		return nil
+	}
+	p := ctx.schemaAt("status.conditions")
+	if name, _ := p[len(p)-1].Name(); name == "properties" && len(p) > len(ctx.Version.SchemaPath) {
+		p = p[:len(p)-1] // status (or the root) describes no conditions: point at it
+	}
+	where := atKey(ctx.CRD.Doc, p, "")
+	switch {
+	case !r.conditionsKept:
+		where.Message = fmt.Sprintf("%s comes back without status.conditions: the apiserver prunes them, because version %s of CRD %s does not describe them; the gate has no conditions to read", statusWriteText, ctx.Version.Name, ctx.CRD.Name())
+	case r.anyConditions:
+		where.Message = fmt.Sprintf("the apiserver keeps any value of status.conditions (probe 1 wrote a string and got it back): version %s of CRD %s does not describe the conditions (unknown fields are kept), so status.conditions cannot be verified", ctx.Version.Name, ctx.CRD.Name())
+		where.Severity = sev(result.Warning)
+	default:
+		return nil
+	}
+	return []Issue{where}
+}
 
 func checkObservedGeneration(ctx *Context) []Issue {
-	if ctx.Version == nil {
+	r := ctx.probed()
+	if r == nil || r.statusRefused != nil || !r.conditionsKept || r.observedGenerationKept {
 		return nil
 	}
-	ci := ctx.conditions()
-	if ci.state != schemaOK {
-		return nil
-	}
-	itemsPath := ci.path.Child("items", "properties")
-	if og, ok := ci.items.Properties["observedGeneration"]; ok {
-		if isInteger(og) {
-			return nil
-		}
-		return []Issue{atKey(ctx.CRD.Doc, itemsPath.Child("observedGeneration", "type"),
-			"status.conditions[].observedGeneration is of type %q, not integer", og.Type)}
-	}
-	if og, ok := ci.status.Properties["observedGeneration"]; ok {
-		if isInteger(og) {
-			return nil
-		}
-		p := ctx.Version.SchemaPath.Child("properties", "status", "properties", "observedGeneration", "type")
-		return []Issue{atKey(ctx.CRD.Doc, p, "status.observedGeneration is of type %q, not integer", og.Type)}
-	}
-	if preserves(ci.items) || ctx.CRD.V1.Spec.PreserveUnknownFields {
-		return nil // an undeclared observedGeneration is kept
-	}
-	return []Issue{atKey(ctx.CRD.Doc, itemsPath,
-		"version %s of CRD %s: condition items have no observedGeneration and status has none either, so an outdated Upgradeable=True cannot be told from a fresh one", ctx.Version.Name, ctx.CRD.Name())}
+	return []Issue{atKey(ctx.CRD.Doc, ctx.schemaAt("status.conditions[0].observedGeneration"),
+		"%s comes back with neither the condition's observedGeneration nor status.observedGeneration: version %s of CRD %s prunes both, so an outdated Upgradeable=True cannot be told from a fresh one", statusWriteText, ctx.Version.Name, ctx.CRD.Name())}
 }
 
 func checkListType(ctx *Context) []Issue {
-	if ctx.Version == nil {
+	r := ctx.probed()
+	if r == nil || !r.duplicatesAccepted {
 		return nil
 	}
-	ci := ctx.conditions()
-	if ci.state != schemaOK {
-		return nil
-	}
-	lt := ""
-	if ci.conds.XListType != nil {
-		lt = *ci.conds.XListType
-	}
-	if lt == "map" && slices.Equal(ci.conds.XListMapKeys, []string{"type"}) {
-		return nil
-	}
+	p := ctx.schemaAt("status.conditions")
 	desc := "has no x-kubernetes-list-type"
-	switch {
-	case lt == "map":
-		desc = fmt.Sprintf("is a map list keyed by %v, not by type", ci.conds.XListMapKeys)
-	case lt != "":
-		desc = fmt.Sprintf("is x-kubernetes-list-type: %s", lt)
+	if node := ctx.schemaNode(p); node != nil && node.XListType != nil {
+		desc = "is x-kubernetes-list-type: " + *node.XListType
+		if *node.XListType == "map" {
+			desc = fmt.Sprintf("is a map list keyed by %v, not by type", node.XListMapKeys)
+		}
 	}
-	return []Issue{atKey(ctx.CRD.Doc, ci.path, "status.conditions of CRD %s version %s %s: two conditions of one type can coexist, and OLM reads only the first", ctx.CRD.Name(), ctx.Version.Name, desc)}
+	return []Issue{atKey(ctx.CRD.Doc, p, "the apiserver accepts two %s conditions in one status (probe 1 wrote True and False): status.conditions of CRD %s version %s %s, and OLM reads only the first",
+		contract.ConditionUpgradeable, ctx.CRD.Name(), ctx.Version.Name, desc)}
+}
+
+// schemaNode returns the schema at a path schemaAt gave.
+func (ctx *Context) schemaNode(p manifest.Path) *apiextv1.JSONSchemaProps {
+	s := ctx.Version.Schema
+	base := len(ctx.Version.SchemaPath)
+	if s == nil || len(p) < base {
+		return nil
+	}
+	for i := base; i < len(p); i++ {
+		name, isIndex := p[i].Name()
+		switch {
+		case isIndex:
+			return nil
+		case name == "properties" && i+1 < len(p):
+			field, _ := p[i+1].Name()
+			next, ok := s.Properties[field]
+			if !ok {
+				return nil
+			}
+			s = &next
+			i++
+		case name == "items" && s.Items != nil && s.Items.Schema != nil:
+			s = s.Items.Schema
+		case name == "additionalProperties" && s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
+			s = s.AdditionalProperties.Schema
+		default:
+			return nil
+		}
+	}
+	return s
 }
 
 func checkSpelling(ctx *Context) []Issue {
@@ -335,26 +315,25 @@ func checkSpelling(ctx *Context) []Issue {
 		}
 	}
 	if ctx.Version != nil {
-		if ci := ctx.conditions(); ci.state == schemaOK {
-			if t, ok := ci.items.Properties["type"]; ok && len(t.Enum) > 0 {
-				var has bool
-				var near []string
-				for _, e := range t.Enum {
-					var s string
-					if err := yaml.Unmarshal(e.Raw, &s); err != nil {
-						continue
-					}
-					if s == contract.ConditionUpgradeable {
-						has = true
-					}
-					if contract.IsNearMiss(s) {
-						near = append(near, s)
-					}
+		p := ctx.schemaAt("status.conditions[0].type")
+		if t := ctx.schemaNode(p); t != nil && len(t.Enum) > 0 && strings.HasSuffix(p.String(), "properties.type") {
+			var has bool
+			var near []string
+			for _, e := range t.Enum {
+				var s string
+				if err := yaml.Unmarshal(e.Raw, &s); err != nil {
+					continue
 				}
-				if len(near) > 0 && !has {
-					out = append(out, atKey(ctx.CRD.Doc, ci.path.Child("items", "properties", "type", "enum"),
-						"the CRD's condition types allow %q but not %q; OLM reads only %q", strings.Join(near, ", "), contract.ConditionUpgradeable, contract.ConditionUpgradeable))
+				if s == contract.ConditionUpgradeable {
+					has = true
 				}
+				if contract.IsNearMiss(s) {
+					near = append(near, s)
+				}
+			}
+			if len(near) > 0 && !has {
+				out = append(out, atKey(ctx.CRD.Doc, p.Child("enum"),
+					"the CRD's condition types allow %q but not %q; OLM reads only %q", strings.Join(near, ", "), contract.ConditionUpgradeable, contract.ConditionUpgradeable))
 			}
 		}
 	}
@@ -486,46 +465,26 @@ func checkRequestObservable(ctx *Context) []Issue {
 		Message: fmt.Sprintf("the handshake requests through annotation %q without ack.statusPath: writing an annotation does not bump metadata.generation, so a fresh Upgradeable=True may predate the request and OLM cannot tell whether the operator saw it", h.Request.Annotation)}}
 }
 
-// schemaHas reports whether a field path exists in the schema: defined as a
-// property all the way, or kept by x-kubernetes-preserve-unknown-fields on
-// the way.
-func schemaHas(s *apiextv1.JSONSchemaProps, fields []string) (found bool, leaf *apiextv1.JSONSchemaProps) {
-	cur := s
-	for _, f := range fields {
-		next, ok := cur.Properties[f]
-		if !ok {
-			return preserves(cur), nil
-		}
-		cur = &next
-	}
-	return true, cur
-}
-
 func checkHandshakePaths(ctx *Context) []Issue {
-	if ctx.Version == nil || ctx.Version.Schema == nil || ctx.Source.Mode() != contract.HandshakeRequestAck {
+	r := ctx.probed()
+	if r == nil || ctx.Source.Mode() != contract.HandshakeRequestAck {
 		return nil
 	}
 	h := ctx.Source.Handshake
+	issue := func(field, format string, args ...interface{}) Issue {
+		return Issue{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + "." + field, Message: fmt.Sprintf(format, args...)}
+	}
 	var out []Issue
-	check := func(path, field string) {
-		if path == "" {
-			return
-		}
-		found, leaf := schemaHas(ctx.Version.Schema, contract.FieldPath(path))
+	if h.Request != nil && h.Request.SpecPath != "" {
 		switch {
-		case !found:
-			out = append(out, Issue{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + "." + field,
-				Message: fmt.Sprintf("%s %s is not in the schema of CRD %s version %s, so the apiserver prunes it", field, path, ctx.CRD.Name(), ctx.Version.Name)})
-		case leaf != nil && leaf.Type != "" && leaf.Type != "string" && leaf.Type != "integer":
-			out = append(out, Issue{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + "." + field,
-				Message: fmt.Sprintf("%s %s is of type %q in CRD %s; a handshake token is a string or an integer", field, path, leaf.Type, ctx.CRD.Name())})
+		case r.requestRefused != nil:
+			out = append(out, issue("handshake.request.specPath", "the apiserver refuses a token at %s of CRD %s version %s (probe 2, the handshake request): %s", h.Request.SpecPath, ctx.CRD.Name(), ctx.Version.Name, r.requestRefused.Error()))
+		case !r.requestKept:
+			out = append(out, issue("handshake.request.specPath", "a token written at %s comes back without it (probe 2, the handshake request): CRD %s version %s prunes the field", h.Request.SpecPath, ctx.CRD.Name(), ctx.Version.Name))
 		}
 	}
-	if h.Request != nil {
-		check(h.Request.SpecPath, "handshake.request.specPath")
-	}
-	if h.Ack != nil {
-		check(h.Ack.StatusPath, "handshake.ack.statusPath")
+	if h.Ack != nil && h.Ack.StatusPath != "" && r.statusRefused == nil && !r.ackKept {
+		out = append(out, issue("handshake.ack.statusPath", "a token echoed at %s comes back without it (probe 1, the status write): CRD %s version %s prunes the field", h.Ack.StatusPath, ctx.CRD.Name(), ctx.Version.Name))
 	}
 	return out
 }

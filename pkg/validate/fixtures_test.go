@@ -67,6 +67,11 @@ var fixtures = []fixture{
 	{rule: "status-source-crd-missing", pass: true, comment: "a second CRD with the same kind in another group",
 		add: map[string]string{"manifests/legacy.cool.operators.corp_cooloperators.yaml": legacyCRD}},
 
+	{rule: "status-source-crd-invalid", comment: "the list-map key of conditions neither required nor defaulted",
+		edits: []edit{{crdFile, "                  required:\n                  - type\n                  - status\n", "                  required:\n                  - status\n"}}},
+	{rule: "status-source-crd-invalid", pass: true, comment: "a CEL rule on status that compiles within the cost budget",
+		edits: []edit{{crdFile, "          status:\n            type: object\n", "          status:\n            type: object\n            x-kubernetes-validations:\n            - rule: \"!has(self.conditions) || self.conditions.all(c, c.type != '')\"\n              message: every condition has a type\n"}}},
+
 	{rule: "status-source-version-not-served", comment: "the version is no longer served",
 		edits: []edit{{crdFile, "    served: true", "    served: false"}}},
 	{rule: "status-source-version-not-served", pass: true, comment: "an older unserved version beside the served one",
@@ -112,6 +117,11 @@ var fixtures = []fixture{
 	{rule: "conditions-list-type", pass: true, comment: "a map list keyed by type, written in flow style",
 		edits: []edit{{crdFile, "                x-kubernetes-list-map-keys:\n                - type\n", "                x-kubernetes-list-map-keys: [type]\n"}}},
 
+	{rule: "status-write-rejected", comment: "observedGeneration bounded so that a real value is refused",
+		edits: []edit{{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n                      maximum: 0\n"}}},
+	{rule: "status-write-rejected", pass: true, comment: "a CEL rule on the conditions that a real status meets",
+		edits: []edit{{crdFile, "                x-kubernetes-list-type: map\n", "                x-kubernetes-list-type: map\n                x-kubernetes-validations:\n                - rule: self.all(c, c.status in ['True', 'False', 'Unknown'])\n                  message: a condition's status is True, False or Unknown\n"}}},
+
 	{rule: "condition-type-spelling", comment: "Upgradable for Upgradeable",
 		edits: []edit{annotation(`{` + cool + `,"conditions":["Upgradable"]}`)}},
 	{rule: "condition-type-spelling", pass: true, comment: "another condition beside Upgradeable",
@@ -122,6 +132,11 @@ var fixtures = []fixture{
 	{rule: "initialization-resource-mismatch", pass: true, comment: "the same CR written at another version, in YAML",
 		edits: []edit{{csvFile, `    operatorframework.io/initialization-resource: '{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`,
 			"    operatorframework.io/initialization-resource: |\n      apiVersion: cool.operators.corp/v1alpha1\n      kind: CoolOperator\n      metadata:\n        name: cool-operator\n"}}},
+
+	{rule: "status-source-example-invalid", comment: "the console's example sets a storage layer the CRD does not allow",
+		edits: []edit{{csvFile, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "Oracle"}}'`}}},
+	{rule: "status-source-example-invalid", pass: true, comment: "the example only in alm-examples, without an initialization resource",
+		edits: []edit{{csvFile, `    operatorframework.io/initialization-resource: '{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'` + "\n", ""}}},
 
 	{rule: "status-rbac-missing", comment: "no permission on cooloperators/status",
 		edits: []edit{{csvFile, statusRule, ""}}},

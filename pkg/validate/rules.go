@@ -63,6 +63,13 @@ func Rules() []Rule {
 			Check:       checkCRDMissing,
 		},
 		{
+			ID:          "status-source-crd-invalid",
+			Severity:    result.Error,
+			Summary:     "The apiserver would refuse the status source's CRD (its own CRD validation: a schema that is not structural, list-map keys neither required nor defaulted, CEL rules that do not compile or cost too much, ...): nothing it defines can be read.",
+			Remediation: "Fix each field the apiserver names (`kubectl apply --dry-run=server -f CRD` shows the same errors); controller-gen writes structural schemas.",
+			Check:       checkCRDInvalid,
+		},
+		{
 			ID:          "status-source-version-not-served",
 			Severity:    result.Error,
 			Summary:     "The CRD does not have, or does not serve, the status source's version.",
@@ -93,23 +100,30 @@ func Rules() []Rule {
 		{
 			ID:          "conditions-schema-missing",
 			Severity:    result.Error,
-			Summary:     "The version's schema has no status.conditions array of objects (a warning when status preserves unknown fields: unverifiable).",
+			Summary:     "A status write of status.conditions comes back without them: the apiserver prunes them (a warning when it keeps any value there, unknown fields being preserved: unverifiable).",
 			Remediation: "Add status.conditions as a list of metav1.Condition (kubebuilder: Conditions []metav1.Condition `json:\"conditions,omitempty\"`).",
 			Check:       checkConditionsSchema,
 		},
 		{
 			ID:          "conditions-observedgeneration-missing",
 			Severity:    result.Error,
-			Summary:     "Condition items have no integer observedGeneration, and status has none either, so an outdated condition cannot be told from a fresh one.",
+			Summary:     "A status write comes back with neither the condition's observedGeneration nor status.observedGeneration (the apiserver prunes both), so an outdated condition cannot be told from a fresh one.",
 			Remediation: "Use metav1.Condition, which has observedGeneration, or add status.observedGeneration (type: integer, format: int64) and set it on every status write.",
 			Check:       checkObservedGeneration,
 		},
 		{
 			ID:          "conditions-list-type",
 			Severity:    result.Warning,
-			Summary:     "status.conditions is not x-kubernetes-list-type: map keyed by type, so two conditions of one type can coexist and OLM reads only the first.",
+			Summary:     "The apiserver accepts two conditions of one type in one status (status.conditions is not x-kubernetes-list-type: map keyed by type), and OLM reads only the first.",
 			Remediation: "Mark the field // +listType=map and // +listMapKey=type (x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [type]).",
 			Check:       checkListType,
+		},
+		{
+			ID:          "status-write-rejected",
+			Severity:    result.Error,
+			Summary:     "The apiserver refuses the status write the gate depends on (each gated condition as metav1.Condition, True and then False, with observedGeneration), by the CRD's schema or CEL rules: the operator could never report Upgradeable.",
+			Remediation: "Describe status.conditions as a list of metav1.Condition (kubebuilder: Conditions []metav1.Condition) and loosen any bound or x-kubernetes-validations rule that refuses a real condition.",
+			Check:       checkStatusWriteRejected,
 		},
 		{
 			ID:          "condition-type-spelling",
@@ -124,6 +138,13 @@ func Rules() []Rule {
 			Summary:     "operatorframework.io/initialization-resource names another kind, name or namespace than the status source.",
 			Remediation: "Make the status source the CR the console creates at install time, or update the initialization resource to match.",
 			Check:       checkInitResource,
+		},
+		{
+			ID:          "status-source-example-invalid",
+			Severity:    result.Error,
+			Summary:     "The apiserver refuses to create the status source's example CR (the CSV's initialization resource or alm-examples entry), which is how the console creates the CR OLM must read.",
+			Remediation: "Make the example valid for the CRD: the apiserver's message names the field.",
+			Check:       checkExampleInvalid,
 		},
 		{
 			ID:          "status-rbac-missing",
@@ -142,7 +163,7 @@ func Rules() []Rule {
 		{
 			ID:          "handshake-path-missing",
 			Severity:    result.Error,
-			Summary:     "A handshake specPath or statusPath is not defined by the CRD version's schema, so the apiserver would prune the token.",
+			Summary:     "The apiserver prunes (or refuses) a token written at the handshake's specPath or statusPath, so the request or its acknowledgement never arrives.",
 			Remediation: "Add the field to the CRD schema (a string or integer), or point the path at an existing field.",
 			Check:       checkHandshakePaths,
 		},

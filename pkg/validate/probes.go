@@ -1,0 +1,384 @@
+package validate
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+)
+
+// The schema rules are decided by the apiserver's own code (package
+// apiserver), not by reading the schema: the status-source CRD goes
+// through the CRD registry's create, and three probes go through the
+// custom resource's: the status write the gate depends on, the handshake
+// request, and the example CR the console creates. What the apiserver
+// refuses, prunes or keeps decides the findings; the schema is only read
+// to point at the line a finding is about.
+
+// probeTime is the lastTransitionTime of the probes' conditions.
+const probeTime = "2024-01-01T00:00:00Z"
+
+// probeResults is what the apiserver did with the probes.
+type probeResults struct {
+	// crd is the apiserver's refusal of the status-source CRD.
+	crd *apiserver.Refusal
+	// serveErr is set when the version cannot be served (the CRD is
+	// refused): the probes did not run.
+	serveErr error
+
+	// statusRefused is the refusal of the status write, with the
+	// condition status it carried.
+	statusRefused       *apiserver.Refusal
+	statusRefusedStatus string
+	// conditionsKept: the conditions came back from the write.
+	conditionsKept bool
+	// anyConditions: a value for status.conditions that is not a list of
+	// conditions was accepted and kept: the schema constrains nothing.
+	anyConditions bool
+	// observedGenerationKept: the condition's, or status's,
+	// observedGeneration came back.
+	observedGenerationKept bool
+	// duplicatesAccepted: two conditions of one type were accepted.
+	duplicatesAccepted bool
+	// ackKept: the echoed token at ack.statusPath came back.
+	ackKept bool
+	// requestRefused is the refusal of the handshake request; requestKept
+	// says whether the token came back.
+	requestRefused *apiserver.Refusal
+	requestKept    bool
+	// exampleRefused is the refusal of the example CR's create.
+	exampleRefused *apiserver.Refusal
+	// exampleKey is the CSV annotation the example came from.
+	exampleKey string
+}
+
+// probeCache keeps the results per CRD version, status source and
+// example: a catalog repeats one CRD in many bundles, and a Resource
+// compiles its CEL programs once.
+var (
+	probeMu    sync.Mutex
+	probeCache = map[string]*probeResults{}
+)
+
+const maxProbeCache = 256
+
+// probes runs (or recalls) the probes for the bundle's status source.
+func (ctx *Context) probes() *probeResults {
+	if ctx.probe != nil {
+		return ctx.probe
+	}
+	example, exampleKey := ctx.example()
+	crdJSON, _ := json.Marshal(ctx.CRD.V1)
+	if ctx.CRD.V1beta1 != nil {
+		crdJSON, _ = json.Marshal(ctx.CRD.V1beta1)
+	}
+	exJSON, _ := json.Marshal(example)
+	key := fmt.Sprintf("%x", sha256.Sum256([]byte(string(crdJSON)+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
+	probeMu.Lock()
+	r, ok := probeCache[key]
+	probeMu.Unlock()
+	if !ok {
+		r = runProbes(ctx, example, exampleKey)
+		probeMu.Lock()
+		if len(probeCache) >= maxProbeCache {
+			clear(probeCache)
+		}
+		probeCache[key] = r
+		probeMu.Unlock()
+	}
+	ctx.probe = r
+	return r
+}
+
+// example is the status source's CR from the CSV: the initialization
+// resource, else the alm-examples entry of its group and kind (of its
+// name, if several).
+func (ctx *Context) example() (map[string]interface{}, string) {
+	gv := ctx.Source.GroupVersion()
+	fits := func(o map[string]interface{}) bool {
+		av, _ := o["apiVersion"].(string)
+		k, _ := o["kind"].(string)
+		g, _, _ := strings.Cut(av, "/")
+		if !strings.Contains(av, "/") {
+			g = ""
+		}
+		return k == ctx.Source.Kind && g == gv.Group
+	}
+	ann := ctx.CSV.Obj.Annotations
+	if raw, ok := ann[contract.InitializationResourceKey]; ok {
+		var o map[string]interface{}
+		if yaml.Unmarshal([]byte(raw), &o) == nil && fits(o) {
+			return o, contract.InitializationResourceKey
+		}
+	}
+	var list []map[string]interface{}
+	if yaml.Unmarshal([]byte(ann["alm-examples"]), &list) != nil {
+		return nil, ""
+	}
+	var found map[string]interface{}
+	for _, o := range list {
+		if !fits(o) {
+			continue
+		}
+		md, _ := o["metadata"].(map[string]interface{})
+		if found == nil || md["name"] == ctx.Source.Name {
+			found = o
+		}
+	}
+	if found == nil {
+		return nil, ""
+	}
+	return found, "alm-examples"
+}
+
+func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) *probeResults {
+	r := &probeResults{exampleKey: exampleKey}
+	var written runtime.Object = ctx.CRD.V1
+	if ctx.CRD.V1beta1 != nil {
+		written = ctx.CRD.V1beta1
+	}
+	rf, err := apiserver.ValidateCRD(written)
+	switch {
+	case err != nil:
+		r.serveErr = err
+		return r
+	case rf != nil:
+		r.crd = rf
+		r.serveErr = rf
+		return r
+	}
+	res, err := apiserver.NewResource(ctx.CRD.V1, ctx.Version.Name)
+	if err != nil {
+		r.serveErr = err
+		return r
+	}
+	src := ctx.Source
+	identity := map[string]interface{}{"apiVersion": src.APIVersion, "kind": src.Kind,
+		"metadata": map[string]interface{}{"name": src.Name}}
+	if src.Namespace != "" {
+		identity["metadata"].(map[string]interface{})["namespace"] = src.Namespace
+	}
+
+	// The example CR, created as the console creates it.
+	var base map[string]interface{}
+	if example != nil {
+		obj := map[string]interface{}{}
+		for k, v := range example {
+			obj[k] = v
+		}
+		obj["apiVersion"], obj["kind"] = src.APIVersion, src.Kind
+		out, rf := res.Create(obj, clock)
+		r.exampleRefused = rf
+		base = out
+	}
+	if base == nil {
+		obj := mergeMaps(identity, map[string]interface{}{"spec": map[string]interface{}{}})
+		out, rf := res.Create(obj, clock)
+		if rf != nil {
+			// The spec requires what only a real CR has: probe the status
+			// of an object as stored, without the create's checks.
+			out, err = res.Stored(mergeMaps(obj, map[string]interface{}{"metadata": map[string]interface{}{"generation": int64(1)}}))
+			if err != nil {
+				r.serveErr = err
+				return r
+			}
+		}
+		base = out
+	}
+	gen := generationOf(base)
+
+	// The status write the gate depends on, True and then False.
+	var ackPath []string
+	if h := src.Handshake; src.Mode() == contract.HandshakeRequestAck && h.Ack != nil && h.Ack.StatusPath != "" {
+		ackPath = contract.FieldPath(h.Ack.StatusPath)
+	}
+	status := func(s string) map[string]interface{} {
+		var conds []interface{}
+		for _, t := range src.ConditionTypes() {
+			conds = append(conds, map[string]interface{}{"type": t, "status": s, "reason": "StatuscheckProbe",
+				"message": "written by statuscheck's probe", "lastTransitionTime": probeTime, "observedGeneration": gen})
+		}
+		st := map[string]interface{}{"conditions": conds, "observedGeneration": gen}
+		if ackPath != nil {
+			st = mergeMaps(st, nestedMap(ackPath[1:], "1"))
+		}
+		return st
+	}
+	for _, s := range []string{contract.StatusTrue, contract.StatusFalse} {
+		out, rf := res.UpdateStatus(base, status(s))
+		if rf != nil {
+			r.statusRefused, r.statusRefusedStatus = rf, s
+			break
+		}
+		if s != contract.StatusTrue {
+			continue
+		}
+		st, _ := out["status"].(map[string]interface{})
+		conds, _ := st["conditions"].([]interface{})
+		r.conditionsKept = len(conds) == len(src.ConditionTypes())
+		if c := findCondition(conds, src.ConditionTypes()[0]); c != nil {
+			_, condOG := c["observedGeneration"]
+			_, statusOG := st["observedGeneration"]
+			r.observedGenerationKept = condOG || statusOG
+		}
+		if ackPath != nil {
+			v, ok := nestedValue(st, ackPath[1:])
+			r.ackKept = ok && fmt.Sprint(v) == "1"
+		}
+	}
+	// What the schema lets through: any value, and duplicates.
+	out, rf := res.UpdateStatus(base, map[string]interface{}{"conditions": "statuscheck probe: not a list of conditions"})
+	if rf == nil {
+		st, _ := out["status"].(map[string]interface{})
+		_, r.anyConditions = st["conditions"].(string)
+	}
+	dup := status(contract.StatusTrue)
+	dup["conditions"] = append(dup["conditions"].([]interface{}), mergeMaps(dup["conditions"].([]interface{})[0].(map[string]interface{}), map[string]interface{}{"status": contract.StatusFalse}))
+	if out, rf := res.UpdateStatus(base, dup); rf == nil {
+		st, _ := out["status"].(map[string]interface{})
+		conds, _ := st["conditions"].([]interface{})
+		r.duplicatesAccepted = len(conds) > len(src.ConditionTypes())
+	}
+
+	// The handshake request: a spec value at request.specPath, as a
+	// string token, else as an integer one.
+	if h := src.Handshake; src.Mode() == contract.HandshakeRequestAck && h.Request != nil && h.Request.SpecPath != "" {
+		path := contract.FieldPath(h.Request.SpecPath)
+		for _, token := range []interface{}{"1", int64(1)} {
+			out, _, rf := res.Update(base, mergeMaps(base, nestedMap(path, token)))
+			if rf != nil {
+				if r.requestRefused == nil {
+					r.requestRefused = rf
+				}
+				continue
+			}
+			r.requestRefused = nil
+			v, ok := nestedValue(out, path)
+			r.requestKept = ok && fmt.Sprint(v) == "1"
+			break
+		}
+	}
+	return r
+}
+
+// clock is the probes' time: any fixed one does.
+func clock() time.Time { return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+func generationOf(obj map[string]interface{}) int64 {
+	md, _ := obj["metadata"].(map[string]interface{})
+	if g, ok := md["generation"].(int64); ok {
+		return g
+	}
+	return 1
+}
+
+func findCondition(conds []interface{}, t string) map[string]interface{} {
+	for _, c := range conds {
+		if m, ok := c.(map[string]interface{}); ok && m["type"] == t {
+			return m
+		}
+	}
+	return nil
+}
+
+// mergeMaps is a JSON merge patch of b into a copy of a.
+func mergeMaps(a, b map[string]interface{}) map[string]interface{} {
+	out := make(map[string]interface{}, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		if bm, ok := v.(map[string]interface{}); ok {
+			am, _ := out[k].(map[string]interface{})
+			out[k] = mergeMaps(am, bm)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func nestedMap(path []string, v interface{}) map[string]interface{} {
+	out := map[string]interface{}{path[len(path)-1]: v}
+	for i := len(path) - 2; i >= 0; i-- {
+		out = map[string]interface{}{path[i]: out}
+	}
+	return out
+}
+
+func nestedValue(m map[string]interface{}, path []string) (interface{}, bool) {
+	var cur interface{} = m
+	for _, f := range path {
+		mm, ok := cur.(map[string]interface{})
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = mm[f]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// schemaAt points at the schema node that describes an object's field
+// path ("status.conditions[0].observedGeneration"): as deep as the
+// schema describes it. The schema is read here only to find the line.
+func (ctx *Context) schemaAt(objPath string) manifest.Path {
+	p := ctx.Version.SchemaPath
+	s := ctx.Version.Schema
+	if s == nil {
+		return ctx.Version.Path
+	}
+	for _, e := range manifest.ParsePath(objPath) {
+		name, isIndex := e.Name()
+		switch {
+		case isIndex && s.Items != nil && s.Items.Schema != nil:
+			p, s = p.Child("items"), s.Items.Schema
+		case !isIndex && s.Properties != nil:
+			next, ok := s.Properties[name]
+			if !ok {
+				return p.Child("properties") // where the field would go
+			}
+			p, s = p.Child("properties", name), &next
+		case !isIndex && s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
+			p, s = p.Child("additionalProperties"), s.AdditionalProperties.Schema
+		default:
+			return p
+		}
+	}
+	return p
+}
+
+// crdPath turns a field path of the apiserver's internal CRD into the path
+// in the file as written: the internal version holds a schema, the
+// subresources and the printer columns once under spec when every version
+// has the same (spec.validation, spec.subresources), which the file has
+// under the version.
+func (ctx *Context) crdPath(field string) manifest.Path {
+	p := manifest.ParsePath(field)
+	swap := func(prefix manifest.Path, to manifest.Path) bool {
+		if len(p) < len(prefix) || p[:len(prefix)].String() != prefix.String() {
+			return false
+		}
+		p = append(append(manifest.Path{}, to...), p[len(prefix):]...)
+		return true
+	}
+	if ctx.Version != nil {
+		_ = swap(manifest.NewPath("spec", "validation", "openAPIV3Schema"), ctx.Version.SchemaPath) ||
+			swap(manifest.NewPath("spec", "subresources"), ctx.Version.SubresourcesPath)
+	}
+	return p
+}

@@ -1,0 +1,198 @@
+package validate
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+// withEdits copies the good bundle, applies edits and validates it.
+func withEdits(t *testing.T, edits ...edit) []result.Finding {
+	t.Helper()
+	good := filepath.Join(testutil.RepoRoot(), "testdata/bundles/good")
+	dir := t.TempDir()
+	for _, f := range []string{csvFile, crdFile, annFile} {
+		data, err := os.ReadFile(filepath.Join(good, f))
+		require.NoError(t, err)
+		text := string(data)
+		for _, e := range edits {
+			if e.file == f {
+				require.Contains(t, text, e.old, "edit of %s", f)
+				text = strings.Replace(text, e.old, e.new, 1)
+			}
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644))
+	}
+	b, err := bundle.Load(dir, bundle.Options{})
+	require.NoError(t, err)
+	return Bundle(b, Options{}).Findings
+}
+
+const (
+	itemsProps = "                  properties:\n                    type:\n"
+	ogSchema   = "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n"
+	statusObj  = "          status:\n            type: object\n"
+)
+
+// TestProbesJudgeWhatTheHandWalkCouldNot holds the schema rules to the
+// apiserver on schemas a reading of the schema got wrong or could not
+// judge: each case asserts the rule and the apiserver's own words.
+func TestProbesJudgeWhatTheHandWalkCouldNot(t *testing.T) {
+	tests := []struct {
+		name  string
+		edits []edit
+		rule  string // "" means no error or warning at all
+		msg   []string
+	}{
+		{name: "properties only inside allOf: the CRD is refused",
+			edits: []edit{{crdFile, statusObj + "            properties:\n", statusObj + "            allOf:\n            - properties:\n                phase:\n                  type: string\n            properties:\n"}},
+			rule:  "status-source-crd-invalid", msg: []string{"properties[status].allOf[0].properties[phase].type: Forbidden: must be empty to be structural"}},
+		{name: "the list-map key type neither required nor defaulted: the CRD is refused",
+			edits: []edit{{crdFile, "                  required:\n                  - type\n", "                  required:\n"}},
+			rule:  "status-source-crd-invalid", msg: []string{"items.properties[type].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"}},
+		{name: "observedGeneration bounded so that a real value is refused",
+			edits: []edit{{crdFile, ogSchema, ogSchema + "                      maximum: 0\n"}},
+			rule:  "status-write-rejected", msg: []string{"status.conditions[0].observedGeneration: Invalid value: 1", "should be less than or equal to 0"}},
+		{name: "a CEL rule on status that refuses an Upgradeable condition",
+			edits: []edit{{crdFile, statusObj, statusObj + "            x-kubernetes-validations:\n            - rule: \"!has(self.conditions) || self.conditions.all(c, c.type != 'Upgradeable')\"\n              message: Upgradeable is reported elsewhere\n"}},
+			rule:  "status-write-rejected", msg: []string{"status: Invalid value: Upgradeable is reported elsewhere"}},
+		{name: "a CEL rule that passes",
+			edits: []edit{{crdFile, statusObj, statusObj + "            x-kubernetes-validations:\n            - rule: \"!has(self.conditions) || self.conditions.all(c, c.reason != '')\"\n              message: every condition has a reason\n"}},
+			rule:  ""},
+		{name: "nested preserve-unknown-fields keeps an undeclared observedGeneration",
+			edits: []edit{
+				{crdFile, ogSchema, ""},
+				{crdFile, "              observedGeneration:\n                type: integer\n                format: int64\n", ""},
+				{crdFile, "                items:\n                  type: object\n", "                items:\n                  type: object\n                  x-kubernetes-preserve-unknown-fields: true\n"},
+			},
+			rule: ""},
+		{name: "no observedGeneration anywhere is pruned",
+			edits: []edit{
+				{crdFile, ogSchema, ""},
+				{crdFile, "              observedGeneration:\n                type: integer\n                format: int64\n", ""},
+			},
+			rule: "conditions-observedgeneration-missing", msg: []string{"comes back with neither the condition's observedGeneration nor status.observedGeneration"}},
+		{name: "int-or-string for the handshake token keeps it",
+			edits: []edit{
+				{crdFile, "              upgradeRequest:\n                description: Token OLM writes to ask whether an upgrade may proceed.\n                type: string\n", "              upgradeRequest:\n                x-kubernetes-int-or-string: true\n"},
+				annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`),
+			},
+			rule: ""},
+		{name: "an integer handshake token takes an integer",
+			edits: []edit{
+				{crdFile, "              upgradeRequest:\n                description: Token OLM writes to ask whether an upgrade may proceed.\n                type: string\n", "              upgradeRequest:\n                type: integer\n"},
+				annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`),
+			},
+			rule: ""},
+		{name: "a boolean handshake token refuses a token",
+			edits: []edit{
+				{crdFile, "              upgradeRequest:\n                description: Token OLM writes to ask whether an upgrade may proceed.\n                type: string\n", "              upgradeRequest:\n                type: boolean\n"},
+				annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`),
+			},
+			rule: "handshake-path-missing", msg: []string{`spec.upgradeRequest: Invalid value: "string": spec.upgradeRequest in body must be of type boolean: "string"`}},
+		{name: "a status that keeps unknown fields but describes no conditions",
+			edits: []edit{{crdFile, conditionsSchema, ""}, {crdFile, statusObj, statusObj + "            x-kubernetes-preserve-unknown-fields: true\n"}},
+			rule:  "conditions-schema-missing", msg: []string{"the apiserver keeps any value of status.conditions"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			findings := withEdits(t, tt.edits...)
+			var got []result.Finding
+			for _, f := range findings {
+				if f.Severity >= result.Warning {
+					got = append(got, f)
+				}
+			}
+			if tt.rule == "" {
+				assert.Empty(t, got)
+				return
+			}
+			var found *result.Finding
+			for i := range got {
+				if got[i].Rule == tt.rule {
+					found = &got[i]
+				}
+			}
+			require.NotNil(t, found, "want %s; got %+v", tt.rule, got)
+			assert.Positive(t, found.Line, "a position")
+			for _, m := range tt.msg {
+				assert.Contains(t, found.Message, m)
+			}
+		})
+	}
+}
+
+// TestProbesOnBadInput: a CEL expression that does not compile or costs
+// too much, a schema nested 500 levels deep, and a pattern that would
+// backtrack catastrophically are each a finding with a position, quickly
+// and within bounded memory.
+func TestProbesOnBadInput(t *testing.T) {
+	deep := statusObj + "            properties:\n" + deepSchema(500, 14)
+	tests := []struct {
+		name  string
+		edits []edit
+		rule  string
+		msg   string
+	}{
+		{name: "CEL that does not compile",
+			edits: []edit{{crdFile, statusObj, statusObj + "            x-kubernetes-validations:\n            - rule: self.conditions.exists(c, c.type ==)\n"}},
+			rule:  "status-source-crd-invalid", msg: "compilation failed"},
+		{name: "CEL over the cost budget",
+			edits: []edit{{crdFile, statusObj, statusObj + "            x-kubernetes-validations:\n            - rule: self.conditions.all(a, self.conditions.all(b, self.conditions.all(c, a.message + b.message + c.message != '')))\n"}},
+			rule:  "status-source-crd-invalid", msg: "cost"},
+		{name: "a schema 500 levels deep",
+			edits: []edit{{crdFile, statusObj + "            properties:\n", deep}},
+			rule:  "manifest-limit", msg: "nesting"},
+		{name: "a catastrophic pattern on the reason",
+			edits: []edit{{crdFile, "                    reason:\n                      type: string\n", "                    reason:\n                      type: string\n                      pattern: '^(a+)+$'\n"}},
+			rule:  "status-write-rejected", msg: `should match '^(a+)+$'`},
+		{name: "a pattern RE2 cannot compile",
+			edits: []edit{{crdFile, "                    reason:\n                      type: string\n", "                    reason:\n                      type: string\n                      pattern: '^(?=a)b$'\n"}},
+			rule:  "status-source-crd-invalid", msg: "pattern"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			findings := withEdits(t, tt.edits...)
+			elapsed := time.Since(start)
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			var found *result.Finding
+			for i := range findings {
+				if findings[i].Rule == tt.rule {
+					found = &findings[i]
+				}
+			}
+			require.NotNil(t, found, "want %s; got %+v", tt.rule, findings)
+			assert.Positive(t, found.Line)
+			assert.Contains(t, found.Message, tt.msg)
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "allocated")
+			t.Logf("%s: %v", tt.name, elapsed)
+		})
+	}
+}
+
+// deepSchema nests n objects, indented from indent.
+func deepSchema(n, indent int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		pad := strings.Repeat(" ", indent+4*i)
+		b.WriteString(pad + "d:\n" + pad + "  type: object\n" + pad + "  properties:\n")
+	}
+	b.WriteString(strings.Repeat(" ", indent+4*n) + "leaf:\n" + strings.Repeat(" ", indent+4*n) + "  type: string\n")
+	return b.String()
+}
