@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -104,6 +105,7 @@ func TestTracesOnTheServer(t *testing.T) {
 			continue
 		}
 		t.Run(rel, func(t *testing.T) {
+			t.Parallel()
 			tr, err := simulate.Open(filepath.Join(testutil.RepoRoot(), "testdata", "traces", rel), simulate.OpenOptions{})
 			require.NoError(t, err)
 			defer tr.Close()
@@ -132,7 +134,8 @@ func TestTracesOnTheServer(t *testing.T) {
 func TestCounterexamplesOnTheServer(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "testdata/bundles/handshake/*/manifests"))
 	require.NoError(t, err)
-	played := 0
+	var played atomic.Int32
+	t.Cleanup(func() { assert.GreaterOrEqual(t, int(played.Load()), 10, "counterexamples played") })
 	for _, d := range dirs {
 		bundle := filepath.Dir(d)
 		sctx, err := simulate.ContextFromBundle(bundle)
@@ -145,7 +148,8 @@ func TestCounterexamplesOnTheServer(t *testing.T) {
 			for _, c := range res.Counterexamples {
 				name := filepath.Base(bundle) + "/" + string(pol) + "/" + c.Violation.Rule
 				t.Run(name, func(t *testing.T) {
-					played++
+					played.Add(1)
+					t.Parallel()
 					pcfg := &simulate.Config{Source: sctx.Source, StatusSubresource: *sctx.StatusSubresource, Policies: contract.Policies(), Primary: pol}
 					p := newPlay(t, name, crd, pcfg, res.Initial, res.OperatorCondition)
 					for i, st := range c.Steps {
@@ -155,5 +159,4 @@ func TestCounterexamplesOnTheServer(t *testing.T) {
 			}
 		}
 	}
-	assert.GreaterOrEqual(t, played, 10, "counterexamples played")
 }

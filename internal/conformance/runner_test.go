@@ -27,11 +27,18 @@ import (
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
 
 // installed caches the CRDs on the server by content: one install (about
-// three seconds) serves every case that needs that CRD.
+// three seconds) serves every case that needs that CRD. Installs of
+// different CRDs run side by side.
 var (
 	installMu sync.Mutex
-	installed = map[string]*kubetest.InstalledCRD{}
+	installed = map[string]*installOnce{}
 )
+
+type installOnce struct {
+	once sync.Once
+	crd  *kubetest.InstalledCRD
+	err  error
+}
 
 func install(t *testing.T, crd *apiextv1.CustomResourceDefinition) *kubetest.InstalledCRD {
 	t.Helper()
@@ -39,14 +46,15 @@ func install(t *testing.T, crd *apiextv1.CustomResourceDefinition) *kubetest.Ins
 	require.NoError(t, err)
 	key := fmt.Sprintf("%x", sha256.Sum256(data))
 	installMu.Lock()
-	defer installMu.Unlock()
-	if c, ok := installed[key]; ok {
-		return c
+	e, ok := installed[key]
+	if !ok {
+		e = &installOnce{}
+		installed[key] = e
 	}
-	c, err := kubetest.Get(t).InstallCRD(t, crd)
-	require.NoError(t, err, "installing CRD %s", crd.Name)
-	installed[key] = c
-	return c
+	installMu.Unlock()
+	e.once.Do(func() { e.crd, e.err = kubetest.Get(t).InstallCRD(t, crd) })
+	require.NoError(t, e.err, "installing CRD %s", crd.Name)
+	return e.crd
 }
 
 // schemalessCRD is the CRD simulate assumes when it knows none.

@@ -28,10 +28,11 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apiextensions-apiserver/test/integration/fixtures"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -57,6 +58,9 @@ type Server struct {
 	Kubeconfig string
 	// Started is how long the server took to start.
 	Started time.Duration
+
+	etcd       *clientv3.Client
+	etcdPrefix string
 }
 
 var (
@@ -110,17 +114,17 @@ func start() (s *Server, err error) {
 		}
 	}()
 	cfg := testserver.NewTestConfig(owner)
-	testserver.RunEtcd(owner, cfg)
+	etcd := testserver.RunEtcd(owner, cfg)
 	// fixtures reads the etcd address from the environment.
 	if err := os.Setenv("KUBE_INTEGRATION_ETCD_URL", cfg.ListenClientUrls[0].String()); err != nil {
 		return nil, err
 	}
-	tearDown, config, _, err := fixtures.StartDefaultServer(owner)
+	tearDown, config, opts, err := fixtures.StartDefaultServer(owner)
 	if err != nil {
 		return nil, fmt.Errorf("starting apiextensions-apiserver: %w", err)
 	}
 	owner.Cleanup(tearDown)
-	s = &Server{Config: config}
+	s = &Server{Config: config, etcd: etcd.Client, etcdPrefix: opts.RecommendedOptions.Etcd.StorageConfig.Prefix}
 	if s.Ext, err = clientset.NewForConfig(config); err != nil {
 		return nil, err
 	}
@@ -206,28 +210,60 @@ func (s *Server) InstallCRD(t testing.TB, crd *apiextv1.CustomResourceDefinition
 	}
 	// Established is set before the handler serves the resource: wait
 	// until a list answers.
-	for _, v := range created.Spec.Versions {
+	if err := s.waitServed(in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// InstallRemovedCRD puts an apiextensions.k8s.io/v1beta1 CRD on the
+// server as a cluster that served v1beta1 (before Kubernetes 1.22) would
+// have stored it: written to etcd directly
+// (fixtures.CreateCRDUsingRemovedAPI), since the apiserver no longer
+// serves that version. Its spec.preserveUnknownFields (true unless set to
+// false) stays, as on such a cluster. Like InstallCRD, it gives the CRD a
+// group of its own and waits until its resources answer.
+func (s *Server) InstallRemovedCRD(t testing.TB, crd *apiextv1beta1.CustomResourceDefinition) (*InstalledCRD, error) {
+	t.Helper()
+	c := crd.DeepCopy()
+	c.ResourceVersion, c.UID = "", ""
+	c.Status = apiextv1beta1.CustomResourceDefinitionStatus{}
+	group := fmt.Sprintf("t%d.%s", counter.Add(1), c.Spec.Group)
+	c.Spec.Group = group
+	c.Name = c.Spec.Names.Plural + "." + group
+	created, err := fixtures.CreateCRDUsingRemovedAPI(s.etcd, s.etcdPrefix, c, s.Ext, s.Dynamic)
+	if err != nil {
+		return nil, err
+	}
+	in := &InstalledCRD{CRD: created, Group: group}
+	if err := s.waitServed(in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// waitServed waits until a list of each served version answers.
+func (s *Server) waitServed(in *InstalledCRD) error {
+	ctx := context.Background()
+	for _, v := range in.CRD.Spec.Versions {
 		if !v.Served {
 			continue
 		}
 		gvr := in.GVR(v.Name)
-		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			var err error
-			if created.Spec.Scope == apiextv1.NamespaceScoped {
+			if in.CRD.Spec.Scope == apiextv1.NamespaceScoped {
 				_, err = s.Dynamic.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
 			} else {
 				_, err = s.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
 			}
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
 			return err == nil, nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("resource %s not served: %w", gvr, err)
+			return fmt.Errorf("resource %s not served: %w", gvr, err)
 		}
 	}
-	return in, nil
+	return nil
 }
 
 // fatal is what mainTB panics with when the server's setup calls Fatal.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
 // BenchmarkValidateCorpus loads and validates every corpus bundle, one
@@ -72,4 +73,54 @@ func BenchmarkValidateCatalog3000(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(3000*b.N), "ns/bundle")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+}
+
+// BenchmarkProbes measures what the apiserver probes cost: the rules run
+// over the corpus bundles whose initialization resource is an owned CR,
+// with the status source adopted as generate writes it, once with the
+// probe cache cleared before every bundle (cold: the CRD validated, the
+// Resource built, its CEL compiled, the probes run) and once without an
+// annotation (no probes). The difference is the probes' cost per bundle.
+func BenchmarkProbes(b *testing.B) {
+	dirs := testutil.CorpusBundles(b)
+	var adopted []*bundle.Bundle
+	for _, d := range dirs {
+		bun, err := bundle.Load(d, bundle.Options{})
+		if err != nil || bun.CSV() == nil {
+			continue
+		}
+		raw, ok := bun.CSV().Obj.Annotations[contract.InitializationResourceKey]
+		if !ok {
+			continue
+		}
+		ir, err := contract.ParseObjectRef(raw)
+		if err != nil || !ownedGroupKind(bun.CSV().Obj, ir.Group, ir.Kind) {
+			continue
+		}
+		src := &contract.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name}
+		bun.CSV().Obj.Annotations[contract.AnnotationKey] = src.Marshal()
+		adopted = append(adopted, bun)
+	}
+	run := func(b *testing.B, annotated, cold bool) {
+		for _, bun := range adopted {
+			if !annotated {
+				delete(bun.CSV().Obj.Annotations, contract.AnnotationKey)
+			}
+		}
+		start := time.Now()
+		for b.Loop() {
+			for _, bun := range adopted {
+				if cold {
+					probeMu.Lock()
+					clear(probeCache)
+					probeMu.Unlock()
+				}
+				Bundle(bun, Options{})
+			}
+		}
+		b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*len(adopted)), "ns/bundle")
+	}
+	b.Run("probes-cold", func(b *testing.B) { run(b, true, true) })
+	b.Run("probes-cached", func(b *testing.B) { run(b, true, false) })
+	b.Run("no-status-source", func(b *testing.B) { run(b, false, false) })
 }
