@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/statuscheck/statuscheck/internal/cli"
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
 
 // peakMemoryEnv, set to 1, makes statuscheck print its peak resident memory
@@ -18,6 +19,9 @@ import (
 const peakMemoryEnv = "STATUSCHECK_DEBUG_PEAK_MEMORY"
 
 func main() {
+	// The apiserver code statuscheck runs, and client-go, log through
+	// klog; what matters reaches the user as findings and errors.
+	apiserver.SilenceLogs()
 	code := cli.Main(os.Args[1:], os.Stdout, os.Stderr)
 	if os.Getenv(peakMemoryEnv) == "1" {
 		if f, err := os.Open("/proc/self/status"); err == nil {

@@ -93,7 +93,7 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 could not run.`,
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.rulesCommand())
+	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand())
 	return root
 }
 

@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	olmcrds "github.com/operator-framework/api/crds"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
@@ -61,6 +62,8 @@ type Server struct {
 
 	etcd       *clientv3.Client
 	etcdPrefix string
+	olmOnce    sync.Once
+	olmErr     error
 }
 
 var (
@@ -214,6 +217,31 @@ func (s *Server) InstallCRD(t testing.TB, crd *apiextv1.CustomResourceDefinition
 		return nil, err
 	}
 	return in, nil
+}
+
+// InstallOLM installs OLM's ClusterServiceVersion and OperatorCondition
+// CRDs (github.com/operator-framework/api/crds) under their own group,
+// operators.coreos.com, as a cluster with OLM serves them: tools that
+// read OLM's objects by their real names (statuscheck record) find them.
+// It runs once per server; later calls return at once.
+func (s *Server) InstallOLM(t testing.TB) {
+	t.Helper()
+	s.olmOnce.Do(func() {
+		for _, c := range []*apiextv1.CustomResourceDefinition{olmcrds.ClusterServiceVersion(), olmcrds.OperatorCondition()} {
+			created, err := s.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), c, metav1.CreateOptions{})
+			if err != nil {
+				s.olmErr = fmt.Errorf("installing OLM's CRD %s: %w", c.Name, err)
+				return
+			}
+			if err := s.waitServed(&InstalledCRD{CRD: created, Group: created.Spec.Group}); err != nil {
+				s.olmErr = err
+				return
+			}
+		}
+	})
+	if s.olmErr != nil {
+		t.Fatal(s.olmErr)
+	}
 }
 
 // InstallRemovedCRD puts an apiextensions.k8s.io/v1beta1 CRD on the

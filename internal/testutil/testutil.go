@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"sync"
 	"testing"
 )
 
@@ -102,4 +104,34 @@ func WriteCatalog(tb testing.TB, dir string, n int) {
 		}
 		must(f.Close())
 	}
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// Binary builds cmd/statuscheck once per test binary, into a directory
+// that lives as long as the process, and returns its path: the tests that
+// run the real binary as a subprocess share it.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "statuscheck-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "statuscheck")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/statuscheck")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("building statuscheck: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		tb.Fatal(binErr)
+	}
+	return binPath
 }

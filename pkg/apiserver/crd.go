@@ -75,4 +75,3 @@ func isV1beta1(o runtime.Object) bool {
 	_, ok := o.(*apiextv1beta1.CustomResourceDefinition)
 	return ok
 }
-

@@ -105,6 +105,9 @@ func (t *Timeline) Close(sum *simulate.Summary) error {
 	if sum.Skipped != "" {
 		t.printf("other objects in the input, skipped: %s\n", sum.Skipped)
 	}
+	for _, n := range sum.Late {
+		t.printf("note: %s\n", n)
+	}
 	var final []string
 	for i, p := range sum.Policies {
 		if i < len(sum.Final) {

@@ -73,8 +73,12 @@ type Step struct {
 	// Recorded is the generation the apiserver reported after the step,
 	// when the input recorded it (snapshots, audit events).
 	Recorded *int64
-	// Who is the recorded user name, if any.
+	// Who is the recorded user name or field manager, if any.
 	Who string
+	// ResourceVersion and Time are what the cluster said of the write,
+	// when it was recorded (statuscheck record).
+	ResourceVersion string
+	Time            string
 	// Observed marks the last step inferred from one recorded observation:
 	// in Continuous mode the gate is evaluated there, once per change the
 	// recording saw.

@@ -61,8 +61,24 @@ func stepYAML(st Step) string {
 		}
 	}
 	parts = append(parts, string(st.Verb)+": "+val)
+	if st.Recorded != nil {
+		parts = append(parts, fmt.Sprintf("generation: %d", *st.Recorded))
+	}
+	if st.ResourceVersion != "" {
+		parts = append(parts, "resourceVersion: "+compactJSON(st.ResourceVersion))
+	}
+	if st.Time != "" {
+		parts = append(parts, "time: "+compactJSON(st.Time))
+	}
+	if st.Who != "" {
+		parts = append(parts, "who: "+compactJSON(st.Who))
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
+
+// StepLine renders a step as one line of a StatusTrace's steps list
+// ("- {actor: ..., ...}\n"), with what was recorded of it.
+func StepLine(st Step) string { return "- " + stepYAML(st) + "\n" }
 
 // WriteCounterexamples writes each counterexample of res into dir as
 // NN-RULE[-POLICY].yaml and returns the files written.

@@ -152,7 +152,11 @@ func groupOf(apiVersion string) string {
 
 func (d *differ) observe(ob recording) error {
 	step := func(a Actor, v Verb, val map[string]interface{}) Step {
-		return Step{Actor: a, Verb: v, Value: val, File: d.t.File, Line: ob.line, Who: ob.who}
+		st := Step{Actor: a, Verb: v, Value: val, File: d.t.File, Line: ob.line, Who: ob.who}
+		if md, ok := ob.obj["metadata"].(map[string]interface{}); ok {
+			st.ResourceVersion, _ = md["resourceVersion"].(string)
+		}
+		return st
 	}
 	ok, err := d.matches(ob)
 	if err != nil || !ok {
@@ -734,3 +738,51 @@ func compactJSON(v interface{}) string {
 	data, _ := json.Marshal(v)
 	return string(data)
 }
+
+// Observer turns successive observations of a status source into steps,
+// as the snapshot and audit readers do; statuscheck record feeds it a
+// watch.
+type Observer struct {
+	t *Trace
+	d *differ
+}
+
+// NewObserver starts observing src.
+func NewObserver(src *contract.StatusSource) *Observer {
+	t := &Trace{File: "(watch)", Format: FormatSnapshots, Recorded: true, Source: src, given: true,
+		Identity: Identity{APIVersion: src.APIVersion, Kind: src.Kind, Name: src.Name, Namespace: src.Namespace}}
+	return &Observer{t: t, d: &differ{t: t, src: src}}
+}
+
+// Observation is one state of the object a watch reported.
+type Observation struct {
+	// Object is the object; nil when it was deleted.
+	Object map[string]interface{}
+	// Created says the object was created by this event (the watch saw
+	// it ADDED after the start).
+	Created bool
+	// StatusWrite says the write that made it went through /status.
+	StatusWrite bool
+	// Who wrote it (a field manager), if known.
+	Who string
+}
+
+// Observe returns the steps an observation implies. The first observation
+// of an object that exists at the start is where the run starts (Initial)
+// and gives none.
+func (o *Observer) Observe(ob Observation) ([]Step, error) {
+	rec := recording{obj: ob.Object, deleted: ob.Object == nil, created: ob.Created, status: ob.StatusWrite, who: ob.Who}
+	if err := o.d.observe(rec); err != nil {
+		return nil, err
+	}
+	steps := o.d.queue
+	o.d.queue = nil
+	return steps, nil
+}
+
+// Start records that the object does not exist at the start: the run
+// starts without it, and its creation is a step.
+func (o *Observer) Start() { o.d.started = true }
+
+// Initial is the object at the start (nil: it did not exist).
+func (o *Observer) Initial() map[string]interface{} { return o.t.Initial }

@@ -55,6 +55,8 @@ type Summary struct {
 	// Skipped lists the other objects a recording held, which were left
 	// out, with how often each was seen.
 	Skipped string `json:"skipped,omitempty"`
+	// Late are notes that came up while the trace was read.
+	Late []string `json:"lateNotes,omitempty"`
 }
 
 func (s *Summary) add(vs ...Violation) {
@@ -90,6 +92,7 @@ func NewSummary(t *Trace, cfg *Config) *Summary {
 // memory.
 func Replay(t *Trace, cfg *Config, emit func(Row) error) (*Summary, error) {
 	sum := NewSummary(t, cfg)
+	notesBefore := len(t.Notes)
 	s, err := Initial(cfg, t.Initial, t.OperatorCondition)
 	if err != nil {
 		return sum, &TraceError{File: t.File, Msg: err.Error()}
@@ -115,6 +118,8 @@ func Replay(t *Trace, cfg *Config, emit func(Row) error) (*Summary, error) {
 		}
 	}
 	sum.Steps = s.Steps
+	// What the reader noticed on the way (a cut-off last step).
+	sum.Late = append(sum.Late, t.Notes[notesBefore:]...)
 	if t.differ != nil && len(t.differ.others) > 0 {
 		sum.Skipped = t.differ.otherObjects()
 	}
@@ -163,6 +168,8 @@ type Context struct {
 	Source            *contract.StatusSource
 	StatusSubresource *bool
 	Plural            string
+	// Namespaced is the CRD's scope.
+	Namespaced bool
 	// Resource serves the CRD version: writes are pruned, defaulted and
 	// validated as the apiserver does. nil when no CRD was given.
 	Resource *apiserver.Resource
@@ -253,7 +260,7 @@ func contextFor(src *contract.StatusSource, c *crd.CRD, from string) (*Context, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: the apiserver could not serve CRD %s: %w", c.Doc.File, c.Name(), err)
 	}
-	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), From: from, Resource: res}, nil
+	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), Namespaced: c.Namespaced(), From: from, Resource: res}, nil
 }
 
 // contradicts checks a native trace against the status source the command

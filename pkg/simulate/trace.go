@@ -585,7 +585,7 @@ func nativeWhole(t *Trace, data []byte) error {
 }
 
 var headerKeys = map[string]bool{"apiVersion": true, "kind": true, "metadata": true, "initial": true, "operatorCondition": true,
-	"steps": true, "statusSource": true, "statusSubresource": true}
+	"steps": true, "statusSource": true, "statusSubresource": true, "recorded": true}
 
 // applyHeader reads a StatusTrace's fields other than steps.
 func applyHeader(t *Trace, obj map[string]interface{}, line int) error {
@@ -633,6 +633,15 @@ func applyHeader(t *Trace, obj map[string]interface{}, line int) error {
 		if !t.given {
 			t.Source = src
 		}
+	}
+	if rec, ok := obj["recorded"]; ok {
+		b, ok := rec.(bool)
+		if !ok {
+			return &TraceError{File: t.File, Line: line, Msg: "recorded must be true or false"}
+		}
+		// Recorded from a cluster (statuscheck record): judged as recorded
+		// input is, the gate evaluated after every observed change.
+		t.Recorded = b
 	}
 	if sub, ok := obj["statusSubresource"]; ok {
 		b, ok := sub.(bool)
@@ -689,7 +698,8 @@ func (r *stepReader) next() (Step, error) {
 func (r *stepReader) fill() error {
 	var chunk bytes.Buffer
 	startLine := r.lr.line + 1
-	items := 0
+	items, lastItem := 0, 0
+	cut := false // the input ended inside a line
 	for {
 		s, ok := r.lr.next()
 		if !ok {
@@ -723,8 +733,10 @@ func (r *stepReader) fill() error {
 				break
 			}
 			items++
+			lastItem = chunk.Len()
 		}
 		chunk.WriteString(s)
+		cut = !strings.HasSuffix(s, "\n")
 		if max := r.t.limits.Manifest.MaxFileSize; max > 0 && int64(chunk.Len()) > max {
 			return &TraceError{File: r.t.File, Line: r.lr.line, Msg: fmt.Sprintf("a step is over the %d-byte limit", max)}
 		}
@@ -736,6 +748,17 @@ func (r *stepReader) fill() error {
 		return nil
 	}
 	docs, err := manifest.Parse(r.t.File, chunk.Bytes(), r.t.limits.Manifest)
+	if err != nil && r.done && cut {
+		// A recorder killed mid-write leaves its last step cut off: the
+		// steps before it are whole; read those.
+		r.t.Notes = append(r.t.Notes, fmt.Sprintf("the last step (line %d) is cut off, as a killed recorder leaves it: read up to the step before", r.lr.line))
+		chunk.Truncate(lastItem)
+		items--
+		if items == 0 {
+			return nil
+		}
+		docs, err = manifest.Parse(r.t.File, chunk.Bytes(), r.t.limits.Manifest)
+	}
 	if err != nil {
 		var me *manifest.Error
 		if errors.As(err, &me) {
@@ -797,6 +820,18 @@ func decodeStep(file string, line int, raw interface{}) (Step, error) {
 	var verbFound []string
 	for k, v := range m {
 		switch k {
+		case "generation":
+			g, ok := toInt(v)
+			if !ok {
+				return fail("generation must be an integer, not %q", fmt.Sprint(v))
+			}
+			st.Recorded, st.Observed = &g, true
+		case "resourceVersion":
+			st.ResourceVersion = fmt.Sprint(v)
+		case "time":
+			st.Time = fmt.Sprint(v)
+		case "who":
+			st.Who = fmt.Sprint(v)
 		case "actor":
 			s, _ := v.(string)
 			switch Actor(s) {

@@ -40,7 +40,7 @@ type Context struct {
 	// Version is the CRD's version named by the source, or nil.
 	Version *crd.Version
 
-	probe *probeResults   // memo of probes()
+	probe *probeResults // memo of probes()
 }
 
 // NewContext resolves the status source of b.

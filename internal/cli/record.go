@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/statuscheck/statuscheck/pkg/record"
+	"github.com/statuscheck/statuscheck/pkg/report"
+)
+
+type recordFlags struct {
+	kubeconfig, kubeContext, namespace string
+	bundleDir, crdFile, source         string
+	out                                string
+	duration                           time.Duration
+}
+
+func (a *app) recordCommand() *cobra.Command {
+	var f recordFlags
+	cmd := &cobra.Command{
+		Use:   "record",
+		Short: "Record a live status source into a trace that simulate replays",
+		Long: `Record lists, then watches, the status-source CR on a cluster, the
+OperatorCondition of the operator's running CSV and the namespace's
+ClusterServiceVersions, and writes each change as a step of a StatusTrace,
+flushed as it arrives: the real generation, resourceVersion and time, and
+who wrote it (spec: the user, /status: the operator, a request path: OLM;
+managedFields managers where they tell more).
+
+OLM's own steps are inferred from the ClusterServiceVersions, where OLM's
+gate sits: each change of a CSV whose spec.replaces names the running one
+while it is Pending is a check; that CSV leaving Pending is the upgrade.
+The running CSV entering Replacing is not an upgrade: OLM sets it as soon
+as a replacement exists, before its gate has allowed anything.
+
+It records until --duration has passed, or until SIGINT or SIGTERM, then
+flushes and exits 0. A recording cut short (even by SIGKILL) replays up to
+its last whole step.`,
+		Example: `  statuscheck record --bundle bundle/ -n kubevirt-hyperconverged -o upgrade.trace.yaml
+  statuscheck record --crd config/crd/bases/cool.yaml --source cool.operators.corp/v1beta1/CoolOperator/cool-operator --duration 10m
+  statuscheck simulate --policy all upgrade.trace.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.bundleDir == "" && f.crdFile == "" {
+				return usagef("record needs the status source: --bundle, or --crd with --source")
+			}
+			if f.duration < 0 {
+				return usagef("--duration cannot be negative (%s); 0 means until SIGINT or SIGTERM", f.duration)
+			}
+			return a.runRecord(f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	fl.StringVar(&f.kubeContext, "context", "", "the kubeconfig context to use (default: its current context)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's namespace: its CSVs, OperatorCondition and (for a namespaced kind) the CR (default: the source's, else the context's)")
+	fl.StringVar(&f.bundleDir, "bundle", "", "take the status source and its CRD from this bundle")
+	fl.StringVar(&f.crdFile, "crd", "", "the CRD file, or a directory of CRD files, for an operator deployed without OLM (with --source)")
+	fl.StringVar(&f.source, "source", "", "the status source as GROUP/VERSION/KIND/NAME or GROUP/VERSION/KIND/NAMESPACE/NAME (with --crd)")
+	fl.StringVarP(&f.out, "output", "o", "", "write the trace to this file (default: stdout)")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT or SIGTERM)")
+	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
+	cmd.MarkFlagsMutuallyExclusive("bundle", "source")
+	cmd.MarkFlagsRequiredTogether("crd", "source")
+	return cmd
+}
+
+// restConfig loads the kubeconfig as kubectl does: --kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config; --context and -n override it. It
+// returns the context's namespace too.
+func restConfig(f recordFlags) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.kubeContext}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		switch {
+		case clientcmd.IsEmptyConfig(err):
+			return nil, "", errors.New("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or create ~/.kube/config")
+		case f.kubeconfig != "" && os.IsNotExist(errors.Unwrap(err)):
+			return nil, "", fmt.Errorf("--kubeconfig %s: no such file", f.kubeconfig)
+		}
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, ns, nil
+}
+
+func (a *app) runRecord(f recordFlags) error {
+	sctx, err := a.context(simulateFlags{bundleDir: f.bundleDir, crdFile: f.crdFile, source: f.source})
+	if err != nil {
+		return err
+	}
+	src := *sctx.Source
+	cfg, ctxNS, err := restConfig(f)
+	if err != nil {
+		return err
+	}
+	// Warnings the server sends (deprecated versions, say) go to stderr
+	// once each, not through klog.
+	cfg.WarningHandler = rest.NewWarningWriter(a.stderr, rest.WarningWriterOptions{Deduplicate: true})
+	ns := f.namespace
+	switch {
+	case sctx.Namespaced && src.Namespace != "" && ns != "" && ns != src.Namespace:
+		return usagef("-n %s contradicts the status source's namespace %s", ns, src.Namespace)
+	case ns == "" && sctx.Namespaced && src.Namespace != "":
+		ns = src.Namespace
+	case ns == "":
+		ns = ctxNS
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	if sctx.Namespaced {
+		src.Namespace = ns
+	}
+	var out io.Writer = a.stdout
+	where := "stdout"
+	if f.out != "" && f.out != "-" {
+		lf := &lazyFile{path: f.out}
+		defer lf.Close()
+		out, where = lf, f.out
+	}
+	rec := record.New(record.Options{Source: &src, StatusSubresource: *sctx.StatusSubresource, Out: out, Server: cfg.Host})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if f.duration > 0 {
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	gv := src.GroupVersion()
+	tg := record.Target{Resource: schema.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: sctx.Plural},
+		Namespaced: sctx.Namespaced, Namespace: ns}
+	err = record.Run(ctx, cfg, tg, rec, func(format string, args ...interface{}) {
+		fmt.Fprintf(a.stderr, "statuscheck: note: "+format+"\n", args...)
+	})
+	if err != nil {
+		if rec.Steps > 0 {
+			return fmt.Errorf("%w (the trace in %s holds the %s recorded before)", err, where, report.Plural(rec.Steps, "step", "steps"))
+		}
+		return err
+	}
+	fmt.Fprintf(a.stderr, "statuscheck: recorded %s of %s %s to %s\n", report.Plural(rec.Steps, "step", "steps"), src.Kind, src.Name, where)
+	return nil
+}
+
+// lazyFile is -o FILE, created by the first write: a recording that
+// cannot start (the cluster unreachable, the watch forbidden) leaves no
+// empty file behind, and does not truncate an older recording. Each
+// Write goes to the file at once (no buffer), so a killed recorder
+// leaves every step it wrote.
+type lazyFile struct {
+	path string
+	f    *os.File
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.f == nil {
+		f, err := os.OpenFile(l.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			return 0, fmt.Errorf("opening -o %s: %w", l.path, err)
+		}
+		l.f = f
+	}
+	return l.f.Write(p)
+}
+
+func (l *lazyFile) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}

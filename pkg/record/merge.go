@@ -1,0 +1,101 @@
+package record
+
+import (
+	"sort"
+	"strconv"
+	"time"
+)
+
+// settle is how long an event waits for the other watches' events that
+// came before it: watches are separate streams, and an event of one may
+// reach the recorder a little after a later event of another.
+var settle = 300 * time.Millisecond
+
+// merger puts the events of several watches in the order they happened
+// on the server. Each watch gives its own events in order; across
+// watches, resourceVersions order them: they are the storage's revision
+// (etcd's, global to the cluster's objects; the apiserver's watch cache
+// delivers them in that order, staging/src/k8s.io/apiserver/pkg/storage/
+// cacher), and apimachinery's util/resourceversion compares them as
+// integers. An event is released once it has waited settle and no watch
+// is down; while one is down (cut, being re-established), everything
+// waits, since its missed events will come first.
+type merger struct {
+	down    map[string]bool
+	pending []pendingEvent
+	seq     int
+	maxRV   uint64
+}
+
+type pendingEvent struct {
+	ev      event
+	rv      uint64
+	seq     int
+	arrived time.Time
+}
+
+func newMerger(kinds ...string) *merger {
+	m := &merger{down: map[string]bool{}}
+	for _, k := range kinds {
+		m.down[k] = true // until its watch is established
+	}
+	return m
+}
+
+// setUp records that the watch of kind is established (up) or not.
+func (m *merger) setUp(kind string, up bool) { m.down[kind] = !up }
+
+// add queues an event that arrived at now.
+func (m *merger) add(ev event, now time.Time) {
+	rv := m.maxRV // an unreadable version keeps the event's arrival order
+	if ev.obj != nil {
+		if v, err := strconv.ParseUint(ev.obj.GetResourceVersion(), 10, 64); err == nil {
+			rv = v
+		}
+	}
+	if rv > m.maxRV {
+		m.maxRV = rv
+	}
+	m.seq++
+	p := pendingEvent{ev: ev, rv: rv, seq: m.seq, arrived: now}
+	i := sort.Search(len(m.pending), func(i int) bool {
+		q := m.pending[i]
+		return q.rv > rv || (q.rv == rv && q.seq > p.seq)
+	})
+	m.pending = append(m.pending, pendingEvent{})
+	copy(m.pending[i+1:], m.pending[i:])
+	m.pending[i] = p
+}
+
+// ready takes the events that may go to the recorder now, in order; all
+// of them when flush is set (the recording ends).
+func (m *merger) ready(now time.Time, flush bool) []event {
+	if !flush {
+		for _, d := range m.down {
+			if d {
+				return nil
+			}
+		}
+	}
+	n := 0
+	for n < len(m.pending) && (flush || now.Sub(m.pending[n].arrived) >= settle) {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]event, n)
+	for i := range out {
+		out[i] = m.pending[i].ev
+	}
+	m.pending = append(m.pending[:0], m.pending[n:]...)
+	return out
+}
+
+// next is when ready may next give something (zero: nothing pending).
+func (m *merger) next() time.Time {
+	if len(m.pending) == 0 {
+		return time.Time{}
+	}
+	return m.pending[0].arrived.Add(settle)
+}

@@ -1,0 +1,98 @@
+package record
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func evAt(kind, rv string) event {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	u.SetResourceVersion(rv)
+	return event{kind: kind, obj: u}
+}
+
+func rvs(evs []event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.kind+"@"+e.obj.GetResourceVersion())
+	}
+	return out
+}
+
+func TestMergerOrdersWatchesByResourceVersion(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		play func(m *merger) []string
+		want []string
+	}{
+		{
+			name: "a later event of one watch waits for an earlier one of another",
+			play: func(m *merger) []string {
+				m.setUp("cr", true)
+				m.setUp("csv", true)
+				m.add(evAt("csv", "31"), t0)
+				m.add(evAt("cr", "30"), t0.Add(100*time.Millisecond))
+				var got []string
+				got = append(got, rvs(m.ready(t0.Add(settle), false))...) // 30 has not settled: nothing
+				got = append(got, "|")
+				got = append(got, rvs(m.ready(t0.Add(100*time.Millisecond+settle), false))...)
+				return got
+			},
+			want: []string{"|", "cr@30", "csv@31"},
+		},
+		{
+			name: "nothing goes while a watch is down; it comes back with what it missed",
+			play: func(m *merger) []string {
+				m.setUp("cr", true)
+				m.add(evAt("csv", "34"), t0) // csv's watch went down and came back first...
+				m.setUp("csv", true)
+				m.setUp("cr", false) // ...while cr's is down
+				var got []string
+				got = append(got, rvs(m.ready(t0.Add(time.Hour), false))...)
+				got = append(got, "|")
+				m.add(evAt("cr", "30"), t0.Add(time.Hour))
+				m.setUp("cr", true)
+				got = append(got, rvs(m.ready(t0.Add(time.Hour+settle), false))...)
+				return got
+			},
+			want: []string{"|", "cr@30", "csv@34"},
+		},
+		{
+			name: "a watch not yet established holds everything",
+			play: func(m *merger) []string {
+				m.setUp("cr", true)
+				m.add(evAt("cr", "5"), t0)
+				return rvs(m.ready(t0.Add(time.Hour), false))
+			},
+			want: nil,
+		},
+		{
+			name: "the end flushes what waits, in order",
+			play: func(m *merger) []string {
+				m.add(evAt("csv", "9"), t0)
+				m.add(evAt("cr", "7"), t0)
+				m.add(evAt("cr", "8"), t0)
+				return rvs(m.ready(t0, true))
+			},
+			want: []string{"cr@7", "cr@8", "csv@9"},
+		},
+		{
+			name: "an unreadable version keeps its place in arrival order",
+			play: func(m *merger) []string {
+				m.add(evAt("cr", "7"), t0)
+				m.add(evAt("cr", "x"), t0)
+				m.add(evAt("csv", "8"), t0)
+				return rvs(m.ready(t0, true))
+			},
+			want: []string{"cr@7", "cr@x", "csv@8"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.play(newMerger("cr", "csv")))
+		})
+	}
+}

@@ -1,0 +1,326 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// listTimeout bounds the first lists.
+var listTimeout = 30 * time.Second
+
+// What OLM serves, for the ClusterServiceVersions and OperatorConditions.
+var (
+	csvGVR = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
+	ocGVR  = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v2", Resource: "operatorconditions"}
+)
+
+// Target says what to watch.
+type Target struct {
+	// Resource is the status source's resource (its CRD's plural).
+	Resource schema.GroupVersionResource
+	// Namespaced is the CRD's scope.
+	Namespaced bool
+	// Namespace is the operator's: the CR's (namespaced kinds), the CSVs'
+	// and the OperatorConditions'.
+	Namespace string
+}
+
+// Notes is where Run says what it could not watch and why it goes on.
+type Notes func(format string, args ...interface{})
+
+// event is one watch event, or the end of a watch with an error.
+type event struct {
+	kind string // "cr", "csv" or "oc"
+	t    watch.EventType
+	obj  *unstructured.Unstructured
+	err  error
+	// up, set on an event without an object, says the watch of kind is
+	// established ("up") or has ended ("down").
+	up string
+}
+
+// Run lists, then watches, the status source, the namespace's CSVs and
+// OperatorConditions, feeding r until ctx is done. A watch that expires
+// is listed again and the difference fed as one change, so nothing is
+// lost or doubled. A CSV or OperatorCondition resource the cluster does
+// not serve (no OLM) or forbids is noted and left out; the status source
+// itself must be readable.
+func Run(ctx context.Context, cfg *rest.Config, tg Target, r *Recorder, note Notes) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("the kubeconfig gives no usable client: %w", err)
+	}
+	return run(ctx, dyn, cfg.Host, tg, r, note)
+}
+
+// run is Run on a given client (the tests give a fake one).
+func run(ctx context.Context, dyn dynamic.Interface, host string, tg Target, r *Recorder, note Notes) error {
+	// The first lists have a deadline: a cluster that does not answer is
+	// an error, not a recorder that waits forever.
+	lctx, lcancel := context.WithTimeout(ctx, listTimeout)
+	defer lcancel()
+	crRes := dynamic.ResourceInterface(dyn.Resource(tg.Resource))
+	if tg.Namespaced {
+		crRes = dyn.Resource(tg.Resource).Namespace(tg.Namespace)
+	}
+	name := r.opts.Source.Name
+	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + name}
+	crList, err := crRes.List(lctx, byName)
+	if err != nil {
+		return explain(err, host, "list", tg.Resource, tg.Namespace, tg.Namespaced)
+	}
+	var cr *unstructured.Unstructured
+	if len(crList.Items) > 0 {
+		cr = &crList.Items[0]
+	}
+	lists := map[string]*unstructured.UnstructuredList{}
+	for kind, gvr := range map[string]schema.GroupVersionResource{"csv": csvGVR, "oc": ocGVR} {
+		l, err := dyn.Resource(gvr).Namespace(tg.Namespace).List(lctx, metav1.ListOptions{})
+		if err != nil {
+			note("%s; OLM's steps from them are left out", explain(err, host, "list", gvr, tg.Namespace, true))
+			continue
+		}
+		lists[kind] = l
+	}
+	var csvs, ocs []unstructured.Unstructured
+	if l := lists["csv"]; l != nil {
+		csvs = l.Items
+	}
+	if l := lists["oc"]; l != nil {
+		ocs = l.Items
+	}
+	if err := r.Start(cr, csvs, ocs); err != nil {
+		return err
+	}
+	events := make(chan event, 256)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kinds := []string{"cr"}
+	go watchLoop(wctx, watched{res: crRes, opts: byName, kind: "cr", gvr: tg.Resource, namespaced: tg.Namespaced}, crList, events, host, tg.Namespace)
+	if l := lists["csv"]; l != nil {
+		kinds = append(kinds, "csv")
+		go watchLoop(wctx, watched{res: dyn.Resource(csvGVR).Namespace(tg.Namespace), kind: "csv", gvr: csvGVR, namespaced: true}, l, events, host, tg.Namespace)
+	}
+	if l := lists["oc"]; l != nil {
+		kinds = append(kinds, "oc")
+		go watchLoop(wctx, watched{res: dyn.Resource(ocGVR).Namespace(tg.Namespace), kind: "oc", gvr: ocGVR, namespaced: true}, l, events, host, tg.Namespace)
+	}
+	m := newMerger(kinds...)
+	feed := func(evs []event) error {
+		for _, ev := range evs {
+			var err error
+			switch ev.kind {
+			case "cr":
+				err = r.CR(ev.t, ev.obj)
+			case "csv":
+				err = r.CSV(ev.t, ev.obj)
+			case "oc":
+				err = r.OC(ev.t, ev.obj)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		var wake <-chan time.Time
+		if at := m.next(); !at.IsZero() {
+			timer.Reset(time.Until(at))
+			wake = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			// The recording ends: what waits goes out, in order.
+			return feed(m.ready(time.Now(), true))
+		case ev := <-events:
+			switch {
+			case ev.err != nil:
+				if err := feed(m.ready(time.Now(), true)); err != nil {
+					return err
+				}
+				return ev.err
+			case ev.up != "":
+				m.setUp(ev.kind, ev.up == "up")
+			default:
+				m.add(ev, time.Now())
+			}
+		case <-wake:
+		}
+		if err := feed(m.ready(time.Now(), false)); err != nil {
+			return err
+		}
+	}
+}
+
+// watched is one resource Run watches.
+type watched struct {
+	res        dynamic.ResourceInterface
+	opts       metav1.ListOptions
+	kind       string // "cr", "csv" or "oc"
+	gvr        schema.GroupVersionResource
+	namespaced bool
+}
+
+// watchLoop watches one resource from its first list's resourceVersion,
+// watching again from the last version seen when the server (or the
+// network) ends the watch, and listing again when that version has
+// expired: then the listed objects that changed go out as changes and
+// the ones that went away as deletions. This is what client-go's
+// reflector does (tools/cache/reflector.go, ListAndWatch and
+// watchHandler), kept here so the recorder sees each event once, in
+// order, and not a store's latest state.
+func watchLoop(ctx context.Context, w0 watched, first *unstructured.UnstructuredList, out chan<- event, host string, ns string) {
+	res, opts, kind := w0.res, w0.opts, w0.kind
+	rv := first.GetResourceVersion()
+	known := map[string]*unstructured.Unstructured{}
+	for i := range first.Items {
+		known[first.Items[i].GetName()] = &first.Items[i]
+	}
+	send := func(ev event) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	relist := func() bool {
+		l, err := res.List(ctx, opts)
+		if err != nil {
+			if ctx.Err() == nil {
+				send(event{err: explain(err, host, "list", w0.gvr, ns, w0.namespaced)})
+			}
+			return false
+		}
+		seen := map[string]bool{}
+		for i := range l.Items {
+			o := &l.Items[i]
+			seen[o.GetName()] = true
+			if k := known[o.GetName()]; k == nil || k.GetResourceVersion() != o.GetResourceVersion() {
+				known[o.GetName()] = o
+				if !send(event{kind: kind, t: watch.Modified, obj: o}) {
+					return false
+				}
+			}
+		}
+		for n, o := range known {
+			if !seen[n] {
+				delete(known, n)
+				if !send(event{kind: kind, t: watch.Deleted, obj: o}) {
+					return false
+				}
+			}
+		}
+		rv = l.GetResourceVersion()
+		return true
+	}
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		o := opts
+		o.ResourceVersion, o.AllowWatchBookmarks = rv, true
+		w, err := res.Watch(ctx, o)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				if !relist() {
+					return
+				}
+				continue
+			}
+			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err) {
+				send(event{err: explain(err, host, "watch", w0.gvr, ns, w0.namespaced)})
+				return
+			}
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if !send(event{kind: kind, up: "up"}) {
+			w.Stop()
+			return
+		}
+		expired := false
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Error:
+				if st := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(st) || apierrors.IsGone(st) {
+					expired = true
+				}
+			case watch.Bookmark:
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+					rv = u.GetResourceVersion()
+				}
+			default:
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				rv = u.GetResourceVersion()
+				if ev.Type == watch.Deleted {
+					delete(known, u.GetName())
+				} else {
+					known[u.GetName()] = u
+				}
+				if !send(event{kind: kind, t: ev.Type, obj: u}) {
+					w.Stop()
+					return
+				}
+			}
+			if expired {
+				break
+			}
+		}
+		w.Stop()
+		if !send(event{kind: kind, up: "down"}) {
+			return
+		}
+		if expired && !relist() {
+			return
+		}
+	}
+}
+
+// explain turns a client error into the one line a user needs: who may
+// not do what, what the cluster does not serve, or that it cannot be
+// reached.
+func explain(err error, host string, verb string, gvr schema.GroupVersionResource, ns string, namespaced bool) error {
+	where := ""
+	if namespaced && ns != "" {
+		where = " in namespace " + ns
+	}
+	res := gvr.Resource
+	if gvr.Group != "" {
+		res += "." + gvr.Group
+	}
+	var ue *url.Error
+	var ne net.Error
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("the cluster forbids this: %s %s%s (%s)", verb, res, where, err.Error())
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the cluster at %s does not accept the kubeconfig's credentials: %v", host, err)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("the cluster does not serve %s version %s (is its CRD installed?)", res, gvr.Version)
+	case errors.As(err, &ue) || errors.As(err, &ne):
+		return fmt.Errorf("cannot reach the cluster at %s: %v", host, err)
+	}
+	return fmt.Errorf("%s %s%s: %w", verb, res, where, err)
+}
