@@ -4,6 +4,7 @@
 // handshake bundles is played step by step on the server, and after every
 // step the model's generation, the conditions the gate reads and the
 // gate's verdicts must equal what the real objects give. The rules whose
-// messages make a claim about the apiserver are checked there too. It has
+// messages make a claim about the apiserver are checked there too, and the
+// built statuscheck record records scenarios played on the server. It has
 // no code outside its tests.
 package conformance

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
@@ -328,3 +329,50 @@ func TestRecorderReportsWriteErrors(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+// TestKilledRecordingReplays cuts the recording at every byte after its
+// header, as SIGKILL in the middle of a write could (each step is one
+// write, so a cut inside a step is rare, but possible): what is left
+// replays up to its last whole step, and says so when a step was cut.
+func TestKilledRecordingReplays(t *testing.T) {
+	start, csvs, ocs, events := theScenario()
+	whole, _ := play(t, start, csvs, ocs, events)
+	header := strings.Index(whole, "\nsteps:\n") + len("\nsteps:\n")
+	for cut := header; cut <= len(whole); cut++ {
+		part := whole[:cut]
+		lines := strings.SplitAfter(part[header:], "\n")
+		wholeSteps := 0
+		for _, l := range lines {
+			if wholeStep(l) {
+				wholeSteps++
+			}
+		}
+		if wholeSteps == 0 {
+			continue // nothing to replay yet: an error, as for any empty trace
+		}
+		p := filepath.Join(t.TempDir(), "killed.yaml")
+		require.NoError(t, os.WriteFile(p, []byte(part), 0o644))
+		tr, err := simulate.Open(p, simulate.OpenOptions{Limits: simulate.DefaultLimits})
+		require.NoError(t, err, "cut at byte %d", cut)
+		cfg, _, err := (*simulate.Context)(nil).Config(tr, contract.Policies(), contract.PolicyOLM)
+		require.NoError(t, err)
+		sum, err := simulate.Replay(tr, cfg, nil)
+		tr.Close()
+		require.NoError(t, err, "cut at byte %d:\n%s", cut, part[header:])
+		require.Equal(t, wholeSteps, sum.Steps, "cut at byte %d", cut)
+		last := lines[len(lines)-1]
+		midStep := strings.HasPrefix(last, "-") && !wholeStep(last)
+		if midStep {
+			require.Len(t, sum.Late, 1, "cut at byte %d: a note says the last step was cut off", cut)
+			assert.Contains(t, sum.Late[0], "cut off")
+		}
+	}
+}
+
+// wholeStep says whether a line of the steps list is a whole step: it
+// reads as a list of one mapping (a step cut right after its closing
+// brace has lost only its newline).
+func wholeStep(line string) bool {
+	var v []map[string]interface{}
+	return strings.HasPrefix(line, "- {") && sigsyaml.Unmarshal([]byte(line), &v) == nil && len(v) == 1 && v[0] != nil
+}

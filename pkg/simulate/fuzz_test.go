@@ -30,6 +30,12 @@ func FuzzReadTrace(f *testing.F) {
 		}
 	}
 	f.Add([]byte("apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial: null\nsteps:\n- {actor: user, create: {apiVersion: a.io/v1, kind: A, metadata: {name: a}}}\n"), uint8(1))
+	// A recording (statuscheck record), whole and cut off mid-step as a
+	// killed recorder may leave it.
+	if data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "pkg", "record", "testdata", "scenario.trace.yaml")); err == nil {
+		f.Add(data, uint8(1))
+		f.Add(data[:len(data)-40], uint8(1))
+	}
 	src := &contract.StatusSource{APIVersion: "cool.operators.corp/v1beta1", Kind: "CoolOperator", Name: "cool-operator", Namespace: "cool-system",
 		Handshake: &contract.Handshake{Mode: contract.HandshakeRequestAck, Request: &contract.HandshakeRequest{Annotation: "a.io/req"}, Ack: &contract.HandshakeAck{StatusPath: ".status.ack"}}}
 	formats := []Format{FormatAuto, FormatTrace, FormatSnapshots, FormatAudit}

@@ -747,32 +747,43 @@ func (r *stepReader) fill() error {
 	if items == 0 {
 		return nil
 	}
-	docs, err := manifest.Parse(r.t.File, chunk.Bytes(), r.t.limits.Manifest)
+	steps, err := r.decodeChunk(chunk.Bytes(), startLine)
 	if err != nil && r.done && cut {
-		// A recorder killed mid-write leaves its last step cut off: the
-		// steps before it are whole; read those.
+		// A recorder killed mid-write leaves its last step cut off (a
+		// step that does not parse, or "-" alone, which does): the steps
+		// before it are whole; read those.
 		r.t.Notes = append(r.t.Notes, fmt.Sprintf("the last step (line %d) is cut off, as a killed recorder leaves it: read up to the step before", r.lr.line))
 		chunk.Truncate(lastItem)
-		items--
-		if items == 0 {
+		if items--; items == 0 {
 			return nil
 		}
-		docs, err = manifest.Parse(r.t.File, chunk.Bytes(), r.t.limits.Manifest)
+		steps, err = r.decodeChunk(chunk.Bytes(), startLine)
 	}
+	if err != nil {
+		return err
+	}
+	r.buf = append(r.buf, steps...)
+	return nil
+}
+
+// decodeChunk reads a run of steps that starts at startLine.
+func (r *stepReader) decodeChunk(data []byte, startLine int) ([]Step, error) {
+	docs, err := manifest.Parse(r.t.File, data, r.t.limits.Manifest)
 	if err != nil {
 		var me *manifest.Error
 		if errors.As(err, &me) {
-			return &TraceError{File: r.t.File, Line: me.Pos.Line + startLine - 1, Msg: me.Msg}
+			return nil, &TraceError{File: r.t.File, Line: me.Pos.Line + startLine - 1, Msg: me.Msg}
 		}
-		return err
+		return nil, err
 	}
 	if len(docs) != 1 {
-		return &TraceError{File: r.t.File, Line: startLine, Msg: "steps must be one YAML list"}
+		return nil, &TraceError{File: r.t.File, Line: startLine, Msg: "steps must be one YAML list"}
 	}
 	list, ok := docs[0].Value.([]interface{})
 	if !ok {
-		return &TraceError{File: r.t.File, Line: startLine, Msg: "steps must be a list"}
+		return nil, &TraceError{File: r.t.File, Line: startLine, Msg: "steps must be a list"}
 	}
+	steps := make([]Step, 0, len(list))
 	for i, item := range list {
 		line := startLine
 		if i < len(docs[0].Node.Content) {
@@ -780,11 +791,11 @@ func (r *stepReader) fill() error {
 		}
 		st, err := decodeStep(r.t.File, line, item)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		r.buf = append(r.buf, st)
+		steps = append(steps, st)
 	}
-	return nil
+	return steps, nil
 }
 
 var verbs = []Verb{VerbUpdate, VerbUpdateStatus, VerbRequest, VerbCheck, VerbUpgrade, VerbCreate, VerbDelete}
