@@ -19,12 +19,17 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/statuscheck/statuscheck/internal/kubetest"
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 )
 
-func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := kubetest.Main(m)
+	testutil.RemoveBinary()
+	os.Exit(code)
+}
 
 // installed caches the CRDs on the server by content: one install (about
 // three seconds) serves every case that needs that CRD. Installs of

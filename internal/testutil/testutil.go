@@ -114,7 +114,8 @@ var (
 
 // Binary builds cmd/statuscheck once per test binary, into a directory
 // that lives as long as the process, and returns its path: the tests that
-// run the real binary as a subprocess share it.
+// run the real binary as a subprocess share it. TestMain removes it with
+// RemoveBinary.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	binOnce.Do(func() {
@@ -134,4 +135,11 @@ func Binary(tb testing.TB) string {
 		tb.Fatal(binErr)
 	}
 	return binPath
+}
+
+// RemoveBinary removes what Binary built, if it built anything.
+func RemoveBinary() {
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
 }
