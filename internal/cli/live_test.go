@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
 )
 
 func coolSnapshot(gen int64, layer, status string, og int64) string {
@@ -35,8 +37,8 @@ func TestSimulateLiveStdin(t *testing.T) {
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &testutil.SyncBuffer{}
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill() }()
 	lines := make(chan string, 100)

@@ -203,30 +203,13 @@ type recorder struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	trace  string
-	stderr *lockedBuffer
+	stderr *testutil.SyncBuffer
 	done   chan error
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func startRecorder(t *testing.T, kubeconfig string, c *cluster) *recorder {
 	t.Helper()
-	r := &recorder{t: t, trace: filepath.Join(t.TempDir(), "recorded.trace.yaml"), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	r := &recorder{t: t, trace: filepath.Join(t.TempDir(), "recorded.trace.yaml"), stderr: &testutil.SyncBuffer{}, done: make(chan error, 1)}
 	r.cmd = exec.Command(testutil.Binary(t), "record", "--kubeconfig", kubeconfig, "-n", c.ns,
 		"--crd", c.cool.file, "--source", c.cool.in.APIVersion("v1beta1")+"/CoolOperator/"+c.name, "-o", r.trace)
 	r.cmd.Stderr = r.stderr
@@ -561,8 +544,8 @@ func TestRecordDuration(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "trace.yaml")
 	cmd := exec.Command(testutil.Binary(t), "record", "--kubeconfig", srv.Kubeconfig, "-n", ns, "--duration", "3s",
 		"--crd", cool.file, "--source", cool.in.APIVersion("v1beta1")+"/CoolOperator/cool-operator", "-o", trace)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &testutil.SyncBuffer{}
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(20 * time.Second)
 	for {

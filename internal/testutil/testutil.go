@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -142,4 +143,24 @@ func RemoveBinary() {
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
+}
+
+// SyncBuffer is a buffer one goroutine (a subprocess's output copier, a
+// recorder) writes while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,28 +19,11 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
 var coolGVR = schema.GroupVersionResource{Group: "cool.operators.corp", Version: "v1beta1", Resource: "cooloperators"}
-
-// lockedBuffer is a trace written by one goroutine and read by another.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
@@ -87,7 +69,7 @@ func TestWatchExpiryRelistsAndDiffs(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	out := &lockedBuffer{}
+	out := &testutil.SyncBuffer{}
 	rec := New(Options{Source: testSource(t), StatusSubresource: true, Out: out, Now: func() time.Time { return clock0 }})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -159,7 +141,7 @@ func TestRunErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := fakeClient(cr(1, "100", "PostgreSQL", "True", 1, "cool-operator", true, 0))
 			dyn.PrependReactor("list", "*", tc.react)
-			rec := New(Options{Source: testSource(t), Out: &lockedBuffer{}, Now: func() time.Time { return clock0 }})
+			rec := New(Options{Source: testSource(t), Out: &testutil.SyncBuffer{}, Now: func() time.Time { return clock0 }})
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			var notes []string
