@@ -17,6 +17,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/kubetest"
 	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -84,7 +85,7 @@ func (sc *serverCase) example() map[string]interface{} {
 }
 
 func (sc *serverCase) create(obj map[string]interface{}) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{Object: mergePatch(obj, map[string]interface{}{"apiVersion": sc.api, "kind": sc.src.Kind})}
+	u := &unstructured.Unstructured{Object: apiserver.MergePatch(obj, map[string]interface{}{"apiVersion": sc.api, "kind": sc.src.Kind})}
 	u.SetNamespace("")
 	return sc.res.Create(context.Background(), u, metav1.CreateOptions{})
 }
@@ -143,7 +144,7 @@ func TestRulesOnTheServer(t *testing.T) {
 			require.NoError(t, err)
 			st := sc.probeStatus(contract.StatusTrue, obj.GetGeneration())
 			first := st["conditions"].([]interface{})[0].(map[string]interface{})
-			st["conditions"] = append(st["conditions"].([]interface{}), mergePatch(first, map[string]interface{}{"status": contract.StatusFalse}))
+			st["conditions"] = append(st["conditions"].([]interface{}), apiserver.MergePatch(first, map[string]interface{}{"status": contract.StatusFalse}))
 			_, err = sc.writeStatus(obj, st)
 			return err == nil, fmt.Sprint(err)
 		},

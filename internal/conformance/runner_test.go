@@ -289,7 +289,7 @@ func (p *play) real(st simulate.Step, next simulate.State) error {
 				m[fields[len(fields)-1]] = next.TokenValue
 			}
 		}
-		merged := mergePatch(cur.Object, shift(patch, -p.crOff))
+		merged := apiserver.MergePatch(cur.Object, shift(patch, -p.crOff))
 		_, err = p.crClient().Update(ctx, &unstructured.Unstructured{Object: merged}, metav1.UpdateOptions{})
 		return err
 	case simulate.VerbUpdateStatus:
@@ -342,7 +342,7 @@ func (p *play) realOC(st simulate.Step) error {
 	}
 	switch st.Verb {
 	case simulate.VerbUpdate:
-		_, err = p.ocClient().Update(ctx, &unstructured.Unstructured{Object: mergePatch(cur.Object, shift(st.Value, -p.ocOff))}, metav1.UpdateOptions{})
+		_, err = p.ocClient().Update(ctx, &unstructured.Unstructured{Object: apiserver.MergePatch(cur.Object, shift(st.Value, -p.ocOff))}, metav1.UpdateOptions{})
 	case simulate.VerbUpdateStatus:
 		status := st.Value
 		if status == nil {
@@ -426,25 +426,4 @@ func describe(o simulate.Object) string {
 		og = fmt.Sprintf("%d (status)", *o.StatusOG)
 	}
 	return fmt.Sprintf("%s observedGeneration %s", c.Status, og)
-}
-
-// mergePatch is RFC 7386, on a copy.
-func mergePatch(target, patch map[string]interface{}) map[string]interface{} {
-	out := make(map[string]interface{}, len(target)+len(patch))
-	for k, v := range target {
-		out[k] = v
-	}
-	for k, pv := range patch {
-		if pv == nil {
-			delete(out, k)
-			continue
-		}
-		if pm, ok := pv.(map[string]interface{}); ok {
-			tm, _ := out[k].(map[string]interface{})
-			out[k] = mergePatch(tm, pm)
-			continue
-		}
-		out[k] = pv
-	}
-	return out
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 )
@@ -313,7 +314,7 @@ func (r *Recorder) ocChanged(obj *unstructured.Unstructured) error {
 	var steps []simulate.Step
 	oldSpec, _ := prev["spec"].(map[string]interface{})
 	newSpec, _ := obj.Object["spec"].(map[string]interface{})
-	patch := diff(oldSpec, newSpec)
+	patch := apiserver.CreateMergePatch(oldSpec, newSpec)
 	for k := range patch {
 		if k != "conditions" && k != "overrides" {
 			delete(patch, k)
@@ -348,29 +349,6 @@ func freshOC() map[string]interface{} {
 func onlyKey(m map[string]interface{}, k string) bool {
 	_, ok := m[k]
 	return ok && len(m) == 1
-}
-
-// diff is the JSON merge patch from a to b.
-func diff(a, b map[string]interface{}) map[string]interface{} {
-	out := map[string]interface{}{}
-	for k, bv := range b {
-		if av, ok := a[k]; ok && compact(av) == compact(bv) {
-			continue
-		}
-		am, aok := a[k].(map[string]interface{})
-		bm, bok := bv.(map[string]interface{})
-		if aok && bok {
-			out[k] = diff(am, bm)
-			continue
-		}
-		out[k] = bv
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			out[k] = nil
-		}
-	}
-	return out
 }
 
 // runningCSV finds, among the CSVs at the start, the one that runs the

@@ -471,7 +471,7 @@ func update(cfg *Config, o Object, patch map[string]interface{}) (Object, bool) 
 		case "apiVersion", "kind":
 		case "metadata":
 			mp, _ := pv.(map[string]interface{})
-			o.Meta = mergePatch(o.Meta, withoutKey(mp, "generation")) // generation is server-managed
+			o.Meta = apiserver.MergePatch(o.Meta, withoutKey(mp, "generation")) // generation is server-managed
 		case "status":
 			statusPatch, _ = pv.(map[string]interface{})
 			hasStatus = true
@@ -481,7 +481,7 @@ func update(cfg *Config, o Object, patch map[string]interface{}) (Object, bool) 
 	}
 	changed := false
 	if len(bodyPatch) > 0 {
-		nb := mergePatch(o.Body, bodyPatch)
+		nb := apiserver.MergePatch(o.Body, bodyPatch)
 		changed = !equalJSON(nb, o.Body) && !(len(nb) == 0 && len(o.Body) == 0)
 		o.Body = nb
 	}
@@ -489,7 +489,7 @@ func update(cfg *Config, o Object, patch map[string]interface{}) (Object, bool) 
 	if hasStatus && !cfg.StatusSubresource {
 		var ns map[string]interface{}
 		if patch["status"] != nil {
-			ns = mergePatch(o.Status, statusPatch)
+			ns = apiserver.MergePatch(o.Status, statusPatch)
 		}
 		if !equalJSON(ns, o.Status) {
 			o = o.withStatus(ns)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -104,11 +105,11 @@ func TestGenerationModel(t *testing.T) {
 func TestMergePatch(t *testing.T) {
 	target := map[string]interface{}{"a": "b", "c": map[string]interface{}{"d": "e", "f": "g"}, "list": []interface{}{1, 2}}
 	patch := map[string]interface{}{"a": "z", "c": map[string]interface{}{"f": nil, "h": "i"}, "list": []interface{}{3}, "new": true}
-	got := mergePatch(target, patch)
+	got := apiserver.MergePatch(target, patch)
 	assert.Equal(t, map[string]interface{}{"a": "z", "c": map[string]interface{}{"d": "e", "h": "i"}, "list": []interface{}{3}, "new": true}, got)
 	assert.Equal(t, "b", target["a"], "the target is not modified")
 	assert.Equal(t, map[string]interface{}{"d": "e", "f": "g"}, target["c"])
-	assert.Equal(t, patch, diffPatch(target, got), "diffPatch is mergePatch's inverse")
+	assert.Equal(t, patch, apiserver.CreateMergePatch(target, got), "diffPatch is mergePatch's inverse")
 }
 
 func TestOperatorConditionSync(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -123,7 +124,7 @@ func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[strin
 	if change, err = pickSpecChange(cfg, cr); err != nil {
 		return nil, nil, change, err
 	}
-	cr = mergePatch(cr, change.patch(change.A))
+	cr = apiserver.MergePatch(cr, change.patch(change.A))
 	for _, ok := range []bool{false, true} {
 		s, err := Initial(cfg, cr, nil)
 		if err != nil {
@@ -144,7 +145,7 @@ func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[strin
 			"metadata": map[string]interface{}{"name": "operator", "generation": int64(1)},
 			"spec":     map[string]interface{}{"conditions": []interface{}{ocCondition(true)}},
 			"status": map[string]interface{}{"conditions": []interface{}{
-				mergePatch(ocCondition(true), map[string]interface{}{"observedGeneration": int64(1)})}},
+				apiserver.MergePatch(ocCondition(true), map[string]interface{}{"observedGeneration": int64(1)})}},
 		}
 	}
 	return cr, oc, change, nil
@@ -190,7 +191,7 @@ func statusValue(src *contract.StatusSource, ok bool, og int64, echo string) map
 	st := map[string]interface{}{"conditions": conds}
 	if h := src.Handshake; echo != "" && h != nil && h.Ack != nil && h.Ack.StatusPath != "" {
 		fields := contract.FieldPath(h.Ack.StatusPath)[1:]
-		st = mergePatch(st, nestedPatch(fields, echo))
+		st = apiserver.MergePatch(st, nestedPatch(fields, echo))
 	}
 	return st
 }

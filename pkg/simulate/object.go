@@ -133,28 +133,6 @@ func toInt(v interface{}) (int64, bool) {
 	return 0, false
 }
 
-// mergePatch applies an RFC 7386 JSON merge patch, building new maps on
-// the way and sharing what it does not touch.
-func mergePatch(target map[string]interface{}, patch map[string]interface{}) map[string]interface{} {
-	out := make(map[string]interface{}, len(target)+len(patch))
-	for k, v := range target {
-		out[k] = v
-	}
-	for k, pv := range patch {
-		if pv == nil {
-			delete(out, k)
-			continue
-		}
-		if pm, ok := pv.(map[string]interface{}); ok {
-			tm, _ := out[k].(map[string]interface{})
-			out[k] = mergePatch(tm, pm)
-			continue
-		}
-		out[k] = pv
-	}
-	return out
-}
-
 func equalJSON(a, b interface{}) bool {
 	if a == nil && b == nil {
 		return true

@@ -13,6 +13,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
@@ -209,7 +210,7 @@ func (d *differ) observe(ob recording) error {
 	before, after := NewObject(d.prev), NewObject(ob.obj)
 	var steps []Step
 	// Metadata: the request annotation is OLM's; the rest a user's.
-	metaPatch := diffPatch(cleanMeta(before.Meta), cleanMeta(after.Meta))
+	metaPatch := apiserver.CreateMergePatch(cleanMeta(before.Meta), cleanMeta(after.Meta))
 	if req := d.request(); req != nil && req.Annotation != "" {
 		if ann, ok := metaPatch["annotations"].(map[string]interface{}); ok {
 			if tok, ok := ann[req.Annotation]; ok && tok != nil {
@@ -221,7 +222,7 @@ func (d *differ) observe(ob recording) error {
 			}
 		}
 	}
-	bodyPatch := diffPatch(before.Body, after.Body)
+	bodyPatch := apiserver.CreateMergePatch(before.Body, after.Body)
 	if req := d.request(); req != nil && req.SpecPath != "" && len(bodyPatch) > 0 {
 		fields := contract.FieldPath(req.SpecPath)
 		if tok, ok := nestedString(after.Body, fields); ok {
@@ -279,30 +280,6 @@ func cleanMeta(m map[string]interface{}) map[string]interface{} {
 	for k, v := range m {
 		if !volatile[k] {
 			out[k] = v
-		}
-	}
-	return out
-}
-
-// diffPatch computes the RFC 7386 merge patch that turns a into b.
-func diffPatch(a, b map[string]interface{}) map[string]interface{} {
-	out := map[string]interface{}{}
-	for k, bv := range b {
-		av, ok := a[k]
-		if ok && reflect.DeepEqual(av, bv) {
-			continue
-		}
-		am, aok := av.(map[string]interface{})
-		bm, bok := bv.(map[string]interface{})
-		if aok && bok {
-			out[k] = diffPatch(am, bm)
-			continue
-		}
-		out[k] = bv
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			out[k] = nil
 		}
 	}
 	return out
@@ -692,7 +669,7 @@ func auditObservation(file string, line int, v interface{}, id Identity) (record
 			obj, _ := it.(map[string]interface{})
 			if got := identityOf(obj); got.Name == id.Name && (id.Namespace == "" || got.Namespace == "" || got.Namespace == id.Namespace) {
 				if got.Kind == "" { // list items may leave apiVersion and kind out
-					obj = mergePatch(obj, map[string]interface{}{"apiVersion": id.APIVersion, "kind": id.Kind})
+					obj = apiserver.MergePatch(obj, map[string]interface{}{"apiVersion": id.APIVersion, "kind": id.Kind})
 				}
 				ob.obj, ob.read = obj, true
 				return ob, true, nil

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -43,17 +45,8 @@ func (c SpecChange) other(cr Object) interface{} {
 }
 
 func nested(m map[string]interface{}, path []string) (interface{}, bool) {
-	var cur interface{} = m
-	for _, f := range path {
-		mm, ok := cur.(map[string]interface{})
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = mm[f]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
+	v, ok, err := unstructured.NestedFieldNoCopy(m, path...)
+	return v, ok && err == nil
 }
 
 // candidate is a field and two values to try.
@@ -171,7 +164,7 @@ func pickSpecChange(cfg *Config, initial map[string]interface{}) (SpecChange, er
 // tryChange runs A, then B, then A again through the core from the initial
 // object: each must be accepted and move generation.
 func tryChange(cfg *Config, initial map[string]interface{}, c candidate) (bool, string) {
-	obj := mergePatch(initial, nestedPatch(c.path, c.a))
+	obj := apiserver.MergePatch(initial, nestedPatch(c.path, c.a))
 	s, err := Initial(cfg, obj, nil)
 	if err != nil {
 		return false, err.Error()

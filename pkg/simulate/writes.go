@@ -226,7 +226,7 @@ func updateCR(cfg *Config, o Object, patch map[string]interface{}) (writeResult,
 	}
 	full := cfg.crFull(o)
 	out, deleted, rf := cfg.ask("update", full, patch, func() (map[string]interface{}, bool, *apiserver.Refusal) {
-		return res.Update(full, mergePatch(full, patch))
+		return res.Update(full, apiserver.MergePatch(full, patch))
 	})
 	switch {
 	case rf != nil:
@@ -309,7 +309,7 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 	switch st.Verb {
 	case VerbUpdate:
 		out, deleted, rf = cfg.ask("oc-update", full, st.Value, func() (map[string]interface{}, bool, *apiserver.Refusal) {
-			return res.Update(full, mergePatch(full, st.Value))
+			return res.Update(full, apiserver.MergePatch(full, st.Value))
 		})
 	case VerbUpdateStatus:
 		status := st.Value

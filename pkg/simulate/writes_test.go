@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -39,14 +40,14 @@ func TestFastPathAgreesWithTheApiserver(t *testing.T) {
 						patch["extra"] = pick(r)
 					}
 					fast, _ = update(cfg, o, patch)
-					out, deleted, rf := res.Update(full, mergePatch(full, patch))
+					out, deleted, rf := res.Update(full, apiserver.MergePatch(full, patch))
 					require.Nil(t, rf)
 					require.False(t, deleted)
 					want = out
 				case 1: // status through the main resource
 					patch := map[string]interface{}{"status": map[string]interface{}{"observedGeneration": int64(r.Intn(4))}}
 					fast, _ = update(cfg, o, patch)
-					out, _, rf := res.Update(full, mergePatch(full, patch))
+					out, _, rf := res.Update(full, apiserver.MergePatch(full, patch))
 					require.Nil(t, rf)
 					want = out
 				default: // the operator's status write
@@ -86,7 +87,7 @@ func TestSyncOperatorConditionStatus(t *testing.T) {
 			"spec": map[string]interface{}{"conditions": spec}, "status": map[string]interface{}{"conditions": status}}
 	}
 	withOG := func(m map[string]interface{}, og int64) map[string]interface{} {
-		return mergePatch(m, map[string]interface{}{"observedGeneration": og})
+		return apiserver.MergePatch(m, map[string]interface{}{"observedGeneration": og})
 	}
 	tests := []struct {
 		name    string

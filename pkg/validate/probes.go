@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -181,12 +182,12 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 		base = out
 	}
 	if base == nil {
-		obj := mergeMaps(identity, map[string]interface{}{"spec": map[string]interface{}{}})
+		obj := apiserver.MergePatch(identity, map[string]interface{}{"spec": map[string]interface{}{}})
 		out, rf := res.Create(obj, clock)
 		if rf != nil {
 			// The spec requires what only a real CR has: probe the status
 			// of an object as stored, without the create's checks.
-			out, err = res.Stored(mergeMaps(obj, map[string]interface{}{"metadata": map[string]interface{}{"generation": int64(1)}}))
+			out, err = res.Stored(apiserver.MergePatch(obj, map[string]interface{}{"metadata": map[string]interface{}{"generation": int64(1)}}))
 			if err != nil {
 				r.serveErr = err
 				return r
@@ -209,7 +210,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 		}
 		st := map[string]interface{}{"conditions": conds, "observedGeneration": gen}
 		if ackPath != nil {
-			st = mergeMaps(st, nestedMap(ackPath[1:], "1"))
+			st = apiserver.MergePatch(st, nestedMap(ackPath[1:], "1"))
 		}
 		return st
 	}
@@ -231,7 +232,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 			r.observedGenerationKept = condOG || statusOG
 		}
 		if ackPath != nil {
-			v, ok := nestedValue(st, ackPath[1:])
+			v, ok, _ := unstructured.NestedFieldNoCopy(st, ackPath[1:]...)
 			r.ackKept = ok && fmt.Sprint(v) == "1"
 		}
 	}
@@ -242,7 +243,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 		_, r.anyConditions = st["conditions"].(string)
 	}
 	dup := status(contract.StatusTrue)
-	dup["conditions"] = append(dup["conditions"].([]interface{}), mergeMaps(dup["conditions"].([]interface{})[0].(map[string]interface{}), map[string]interface{}{"status": contract.StatusFalse}))
+	dup["conditions"] = append(dup["conditions"].([]interface{}), apiserver.MergePatch(dup["conditions"].([]interface{})[0].(map[string]interface{}), map[string]interface{}{"status": contract.StatusFalse}))
 	if out, rf := res.UpdateStatus(base, dup); rf == nil {
 		st, _ := out["status"].(map[string]interface{})
 		conds, _ := st["conditions"].([]interface{})
@@ -254,7 +255,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 	if h := src.Handshake; src.Mode() == contract.HandshakeRequestAck && h.Request != nil && h.Request.SpecPath != "" {
 		path := contract.FieldPath(h.Request.SpecPath)
 		for _, token := range []interface{}{"1", int64(1)} {
-			out, _, rf := res.Update(base, mergeMaps(base, nestedMap(path, token)))
+			out, _, rf := res.Update(base, apiserver.MergePatch(base, nestedMap(path, token)))
 			if rf != nil {
 				if r.requestRefused == nil {
 					r.requestRefused = rf
@@ -262,7 +263,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 				continue
 			}
 			r.requestRefused = nil
-			v, ok := nestedValue(out, path)
+			v, ok, _ := unstructured.NestedFieldNoCopy(out, path...)
 			r.requestKept = ok && fmt.Sprint(v) == "1"
 			break
 		}
@@ -290,47 +291,12 @@ func findCondition(conds []interface{}, t string) map[string]interface{} {
 	return nil
 }
 
-// mergeMaps is a JSON merge patch of b into a copy of a.
-func mergeMaps(a, b map[string]interface{}) map[string]interface{} {
-	out := make(map[string]interface{}, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if v == nil {
-			delete(out, k)
-			continue
-		}
-		if bm, ok := v.(map[string]interface{}); ok {
-			am, _ := out[k].(map[string]interface{})
-			out[k] = mergeMaps(am, bm)
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
 func nestedMap(path []string, v interface{}) map[string]interface{} {
 	out := map[string]interface{}{path[len(path)-1]: v}
 	for i := len(path) - 2; i >= 0; i-- {
 		out = map[string]interface{}{path[i]: out}
 	}
 	return out
-}
-
-func nestedValue(m map[string]interface{}, path []string) (interface{}, bool) {
-	var cur interface{} = m
-	for _, f := range path {
-		mm, ok := cur.(map[string]interface{})
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = mm[f]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // schemaAt points at the schema node that describes an object's field
