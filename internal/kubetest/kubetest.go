@@ -184,11 +184,8 @@ func (c *InstalledCRD) APIVersion(version string) string {
 func (s *Server) InstallCRD(t testing.TB, crd *apiextv1.CustomResourceDefinition) (*InstalledCRD, error) {
 	t.Helper()
 	c := crd.DeepCopy()
-	c.ResourceVersion, c.UID = "", ""
 	c.Status = apiextv1.CustomResourceDefinitionStatus{}
-	group := fmt.Sprintf("t%d.%s", counter.Add(1), c.Spec.Group)
-	c.Spec.Group = group
-	c.Name = c.Spec.Names.Plural + "." + group
+	group := ownGroup(&c.ObjectMeta, &c.Spec.Group, c.Spec.Names.Plural)
 	ctx := context.Background()
 	created, err := s.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, c, metav1.CreateOptions{})
 	if err != nil {
@@ -217,6 +214,15 @@ func (s *Server) InstallCRD(t testing.TB, crd *apiextv1.CustomResourceDefinition
 		return nil, err
 	}
 	return in, nil
+}
+
+// ownGroup moves a copy of a CRD to a group no other test uses (tN.GROUP)
+// and names it for that group, as a new object.
+func ownGroup(meta *metav1.ObjectMeta, group *string, plural string) string {
+	meta.ResourceVersion, meta.UID = "", ""
+	*group = fmt.Sprintf("t%d.%s", counter.Add(1), *group)
+	meta.Name = plural + "." + *group
+	return *group
 }
 
 // InstallOLM installs OLM's ClusterServiceVersion and OperatorCondition
@@ -254,11 +260,8 @@ func (s *Server) InstallOLM(t testing.TB) {
 func (s *Server) InstallRemovedCRD(t testing.TB, crd *apiextv1beta1.CustomResourceDefinition) (*InstalledCRD, error) {
 	t.Helper()
 	c := crd.DeepCopy()
-	c.ResourceVersion, c.UID = "", ""
 	c.Status = apiextv1beta1.CustomResourceDefinitionStatus{}
-	group := fmt.Sprintf("t%d.%s", counter.Add(1), c.Spec.Group)
-	c.Spec.Group = group
-	c.Name = c.Spec.Names.Plural + "." + group
+	group := ownGroup(&c.ObjectMeta, &c.Spec.Group, c.Spec.Names.Plural)
 	created, err := fixtures.CreateCRDUsingRemovedAPI(s.etcd, s.etcdPrefix, c, s.Ext, s.Dynamic)
 	if err != nil {
 		return nil, err
