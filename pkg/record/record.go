@@ -174,7 +174,15 @@ func (r *Recorder) CR(t watch.EventType, obj *unstructured.Unstructured) error {
 		return err
 	}
 	for i := range steps {
-		if obj == nil || t == watch.Deleted {
+		if obj == nil {
+			continue
+		}
+		steps[i].ResourceVersion = obj.GetResourceVersion()
+		steps[i].Time = r.timeOf(obj)
+		if t == watch.Deleted {
+			// When and by whom, the deleted object does not say: the
+			// time is when the recorder saw it go.
+			steps[i].Time = r.opts.Now().UTC().Format(time.RFC3339)
 			continue
 		}
 		status := steps[i].Verb == simulate.VerbUpdateStatus
@@ -182,8 +190,6 @@ func (r *Recorder) CR(t watch.EventType, obj *unstructured.Unstructured) error {
 		if steps[i].Actor == simulate.ActorUser && steps[i].Verb == simulate.VerbUpdate && r.operatorManagers[steps[i].Who] {
 			steps[i].Actor = simulate.ActorOperator // the operator's own spec write
 		}
-		steps[i].ResourceVersion = obj.GetResourceVersion()
-		steps[i].Time = r.timeOf(obj)
 	}
 	return r.emit(steps...)
 }

@@ -86,7 +86,11 @@ func run(ctx context.Context, dyn dynamic.Interface, host string, tg Target, r *
 		cr = &crList.Items[0]
 	}
 	lists := map[string]*unstructured.UnstructuredList{}
-	for kind, gvr := range map[string]schema.GroupVersionResource{"csv": csvGVR, "oc": ocGVR} {
+	for _, w := range []struct {
+		kind string
+		gvr  schema.GroupVersionResource
+	}{{"csv", csvGVR}, {"oc", ocGVR}} {
+		kind, gvr := w.kind, w.gvr
 		l, err := dyn.Resource(gvr).Namespace(tg.Namespace).List(lctx, metav1.ListOptions{})
 		if err != nil {
 			note("%s; OLM's steps from them are left out", explain(err, host, "list", gvr, tg.Namespace, true))
