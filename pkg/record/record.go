@@ -17,9 +17,9 @@
 package record
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -49,10 +49,9 @@ type Options struct {
 
 // Recorder turns events into steps.
 type Recorder struct {
-	opts    Options
-	cr      *simulate.Observer
-	crRV    string
-	started bool
+	opts Options
+	cr   *simulate.Observer
+	crRV string
 	// running is the CSV that runs the operator now; pending holds the
 	// last state seen of each CSV replacing it while it is Pending.
 	running  string
@@ -109,23 +108,18 @@ func (r *Recorder) Start(cr *unstructured.Unstructured, csvs, ocs []unstructured
 			r.oc, r.ocRV = ocs[i].Object, ocs[i].GetResourceVersion()
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Recorded by statuscheck record from %s, starting %s.\n", r.opts.Server, r.opts.Now().UTC().Format(time.RFC3339))
-	b.WriteString("# Each step carries the generation, resourceVersion and time the cluster gave it; OLM's\n")
-	b.WriteString("# check and upgrade are inferred from the ClusterServiceVersions (see statuscheck's README).\n")
-	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\nmetadata: {name: recorded}\n", simulate.TraceAPIVersion, simulate.TraceKind)
-	fmt.Fprintf(&b, "statusSource: %s\nstatusSubresource: %v\nrecorded: true\n", r.opts.Source.Marshal(), r.opts.StatusSubresource)
-	if init := r.cr.Initial(); init != nil {
-		fmt.Fprintf(&b, "initial: %s\n", compact(stripped(init)))
-	} else {
-		b.WriteString("initial: null\n")
+	var init map[string]interface{}
+	if i := r.cr.Initial(); i != nil {
+		init = stripped(i)
 	}
-	if oc != nil {
-		fmt.Fprintf(&b, "operatorCondition: %s\n", compact(oc))
-	}
-	b.WriteString("steps:\n")
-	r.started = true
-	return r.write(b.String())
+	return r.write(simulate.TraceHeader{
+		Name: "recorded",
+		Comment: fmt.Sprintf("Recorded by statuscheck record from %s, starting %s.\n", r.opts.Server, r.opts.Now().UTC().Format(time.RFC3339)) +
+			"Each step carries the generation, resourceVersion and time the cluster gave it; OLM's\n" +
+			"check and upgrade are inferred from the ClusterServiceVersions (see statuscheck's README).",
+		Source: r.opts.Source, StatusSubresource: r.opts.StatusSubresource, Recorded: true,
+		Initial: init, OperatorCondition: oc,
+	}.YAML())
 }
 
 func (r *Recorder) write(s string) error {
@@ -336,7 +330,7 @@ func (r *Recorder) ocChanged(obj *unstructured.Unstructured) error {
 	}
 	oldStatus, _ := prev["status"].(map[string]interface{})
 	newStatus, _ := obj.Object["status"].(map[string]interface{})
-	if compact(oldStatus) != compact(newStatus) {
+	if !reflect.DeepEqual(oldStatus, newStatus) {
 		steps = append(steps, simulate.Step{Actor: simulate.ActorOLM, Verb: simulate.VerbUpdateStatus, Target: simulate.TargetOperatorCondition, Value: newStatus})
 	}
 	for i := range steps {
@@ -435,9 +429,4 @@ func stripped(obj map[string]interface{}) map[string]interface{} {
 		out["metadata"] = m
 	}
 	return out
-}
-
-func compact(v interface{}) string {
-	data, _ := json.Marshal(v)
-	return string(data)
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
 // TraceYAML renders steps as a native StatusTrace that `statuscheck
@@ -15,22 +17,45 @@ import (
 // line.
 func TraceYAML(name, comment string, cfg *Config, initial, oc map[string]interface{}, steps []Step) []byte {
 	var b bytes.Buffer
-	for _, line := range strings.Split(strings.TrimSpace(comment), "\n") {
+	b.WriteString(TraceHeader{Name: name, Comment: comment, Source: cfg.Source, StatusSubresource: cfg.StatusSubresource,
+		Initial: initial, OperatorCondition: oc}.YAML())
+	for _, st := range steps {
+		b.WriteString(StepLine(st))
+	}
+	return b.Bytes()
+}
+
+// TraceHeader is what a StatusTrace says before its steps.
+type TraceHeader struct {
+	Name, Comment     string
+	Source            *contract.StatusSource
+	StatusSubresource bool
+	// Recorded marks a trace recorded from a cluster (statuscheck record).
+	Recorded bool
+	// Initial is the CR at the start (nil: not created yet);
+	// OperatorCondition the one the gate reads, if given.
+	Initial, OperatorCondition map[string]interface{}
+}
+
+// YAML renders the header, up to and including "steps:".
+func (h TraceHeader) YAML() string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(h.Comment), "\n") {
 		fmt.Fprintf(&b, "# %s\n", line)
 	}
 	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\n", TraceAPIVersion, TraceKind)
-	fmt.Fprintf(&b, "metadata: {name: %s}\n", name)
-	fmt.Fprintf(&b, "statusSource: %s\n", cfg.Source.Marshal())
-	fmt.Fprintf(&b, "statusSubresource: %v\n", cfg.StatusSubresource)
-	fmt.Fprintf(&b, "initial: %s\n", compactJSON(initial))
-	if oc != nil {
-		fmt.Fprintf(&b, "operatorCondition: %s\n", compactJSON(oc))
+	fmt.Fprintf(&b, "metadata: {name: %s}\n", h.Name)
+	fmt.Fprintf(&b, "statusSource: %s\n", h.Source.Marshal())
+	fmt.Fprintf(&b, "statusSubresource: %v\n", h.StatusSubresource)
+	if h.Recorded {
+		b.WriteString("recorded: true\n")
+	}
+	fmt.Fprintf(&b, "initial: %s\n", compactJSON(h.Initial))
+	if h.OperatorCondition != nil {
+		fmt.Fprintf(&b, "operatorCondition: %s\n", compactJSON(h.OperatorCondition))
 	}
 	b.WriteString("steps:\n")
-	for _, st := range steps {
-		b.WriteString("- " + stepYAML(st) + "\n")
-	}
-	return b.Bytes()
+	return b.String()
 }
 
 func stepYAML(st Step) string {
