@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/generate"
 )
 
@@ -38,13 +39,19 @@ func setupHostile(t *testing.T) *hostile {
 	dir, err := os.MkdirTemp("", "statuscheck-hostile")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o755))
-	bin := filepath.Join(dir, "statuscheck")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/statuscheck")
-	cmd.Dir = repoRoot
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	hostileEnv = &hostile{dir: dir, bin: bin}
+	hostileEnv = &hostile{dir: dir, bin: testutil.Binary(t)}
 	return hostileEnv
+}
+
+// TestMain removes what the subprocess tests left: the built binary and
+// the hostile suite's scratch space.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.RemoveBinary()
+	if hostileEnv != nil {
+		_ = os.RemoveAll(hostileEnv.dir)
+	}
+	os.Exit(code)
 }
 
 var peakRE = regexp.MustCompile(`statuscheck: peak memory (\d+) kB\n`)

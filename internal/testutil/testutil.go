@@ -115,12 +115,16 @@ var (
 
 // Binary builds cmd/statuscheck once per test binary, into a directory
 // that lives as long as the process, and returns its path: the tests that
-// run the real binary as a subprocess share it. TestMain removes it with
-// RemoveBinary.
+// run the real binary as a subprocess share it. Its directory is
+// world-readable, so that tests may run it as another user. TestMain
+// removes it with RemoveBinary.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "statuscheck-bin")
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
 		if err != nil {
 			binErr = err
 			return
