@@ -530,7 +530,7 @@ func (j *jsonValues) next() (interface{}, int, error) {
 	}
 	start := j.line
 	var buf bytes.Buffer
-	depth, inStr, esc := 0, false, false
+	var sc jsonScan
 	for {
 		c, err := j.r.ReadByte()
 		if err != nil {
@@ -543,20 +543,7 @@ func (j *jsonValues) next() (interface{}, int, error) {
 		if c == '\n' {
 			j.line++
 		}
-		switch {
-		case esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case c == '"':
-			inStr = !inStr
-		case inStr:
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			depth--
-		}
-		if depth == 0 && !inStr {
+		if sc.next(c) {
 			if buf.Len() == 1 && c != '}' && c != ']' {
 				return nil, 0, &TraceError{File: j.file, Line: start, Msg: fmt.Sprintf("expected a JSON object, found %q", c)}
 			}

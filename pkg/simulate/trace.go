@@ -361,26 +361,40 @@ func decide(head []byte, eof bool) (Format, bool) {
 // jsonEnd is the end of the first JSON value in b, -1 if it is not
 // complete.
 func jsonEnd(b []byte) int {
-	depth, inStr, esc := 0, false, false
+	var sc jsonScan
 	for i, c := range b {
-		switch {
-		case esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case c == '"':
-			inStr = !inStr
-		case inStr:
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
+		if sc.next(c) && (c == '}' || c == ']') {
+			return i + 1
 		}
 	}
 	return -1
+}
+
+// jsonScan follows JSON text byte by byte just far enough to tell where a
+// value ends: brackets count outside strings, and a string ends at an
+// unescaped quote.
+type jsonScan struct {
+	depth      int
+	inStr, esc bool
+}
+
+// next takes one byte and reports whether the brackets are balanced
+// outside a string after it.
+func (s *jsonScan) next(c byte) bool {
+	switch {
+	case s.esc:
+		s.esc = false
+	case s.inStr && c == '\\':
+		s.esc = true
+	case c == '"':
+		s.inStr = !s.inStr
+	case s.inStr:
+	case c == '{' || c == '[':
+		s.depth++
+	case c == '}' || c == ']':
+		s.depth--
+	}
+	return s.depth == 0 && !s.inStr
 }
 
 // OpenReader is Open on a reader.
