@@ -57,7 +57,7 @@ var notPlayable = map[string]string{
 	"status-write-before-create.yaml": "an invalid trace (a status write before the CR exists): simulate refuses it",
 }
 
-func readCRD(t *testing.T, rel string) *apiextv1.CustomResourceDefinition {
+func readCRD(t testing.TB, rel string) *apiextv1.CustomResourceDefinition {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), rel))
 	require.NoError(t, err)

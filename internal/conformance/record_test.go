@@ -28,10 +28,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/kubetest"
 	"github.com/statuscheck/statuscheck/internal/testutil"
-	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
-	"github.com/statuscheck/statuscheck/pkg/crd"
-	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"github.com/statuscheck/statuscheck/pkg/record"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 )
@@ -50,14 +47,7 @@ type coolCRD struct {
 
 func installCool(t *testing.T) coolCRD {
 	t.Helper()
-	p := filepath.Join(testutil.RepoRoot(), "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml")
-	data, err := bundle.OS{}.ReadFile(p, manifest.DefaultLimits.MaxFileSize)
-	require.NoError(t, err)
-	docs, err := manifest.Parse(p, data, manifest.DefaultLimits)
-	require.NoError(t, err)
-	crds, err := crd.DecodeAll(docs)
-	require.NoError(t, err)
-	in := install(t, crds[0].V1)
+	in := install(t, readCRD(t, goodCRD))
 	c := in.CRD.DeepCopy()
 	c.APIVersion, c.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
 	c.ManagedFields, c.Status = nil, apiextv1.CustomResourceDefinitionStatus{}
@@ -519,7 +509,7 @@ func TestRecordSurvivesACutWatch(t *testing.T) {
 func TestRecordKindNotServed(t *testing.T) {
 	t.Parallel()
 	srv := kubetest.Get(t)
-	crdFile := filepath.Join(testutil.RepoRoot(), "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml")
+	crdFile := filepath.Join(testutil.RepoRoot(), goodCRD)
 	cmd := exec.Command(testutil.Binary(t), "record", "--kubeconfig", srv.Kubeconfig,
 		"--crd", crdFile, "--source", "cool.operators.corp/v1beta1/CoolOperator/cool-operator")
 	var stdout, stderr bytes.Buffer
@@ -611,14 +601,7 @@ func (w *countingWriter) count() int {
 // step.
 func BenchmarkRecordLiveStatusWrites(b *testing.B) {
 	srv := kubetest.Get(b)
-	p := filepath.Join(testutil.RepoRoot(), "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml")
-	data, err := bundle.OS{}.ReadFile(p, manifest.DefaultLimits.MaxFileSize)
-	require.NoError(b, err)
-	docs, err := manifest.Parse(p, data, manifest.DefaultLimits)
-	require.NoError(b, err)
-	crds, err := crd.DecodeAll(docs)
-	require.NoError(b, err)
-	in, err := srv.InstallCRD(b, crds[0].V1)
+	in, err := srv.InstallCRD(b, readCRD(b, goodCRD))
 	require.NoError(b, err)
 	ns := kubetest.Namespace("bench")
 	res := srv.Dynamic.Resource(in.GVR("v1beta1")).Namespace(ns)
