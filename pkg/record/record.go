@@ -147,6 +147,19 @@ func (r *Recorder) emit(steps ...simulate.Step) error {
 	return nil
 }
 
+// take gives an event to the handler of its kind ("cr", "csv" or "oc").
+func (r *Recorder) take(kind string, t watch.EventType, obj *unstructured.Unstructured) error {
+	switch kind {
+	case "cr":
+		return r.CR(t, obj)
+	case "csv":
+		return r.CSV(t, obj)
+	case "oc":
+		return r.OC(t, obj)
+	}
+	return fmt.Errorf("an event of unknown kind %q", kind)
+}
+
 // CR takes an event of the status source.
 func (r *Recorder) CR(t watch.EventType, obj *unstructured.Unstructured) error {
 	if obj != nil && t != watch.Deleted && obj.GetResourceVersion() == r.crRV {

@@ -110,16 +110,7 @@ func play(t *testing.T, start *unstructured.Unstructured, csvs, ocs []unstructur
 	r := New(Options{Source: testSource(t), StatusSubresource: true, Out: &out, Server: "https://cluster.test", Now: func() time.Time { return clock0 }})
 	require.NoError(t, r.Start(start, csvs, ocs))
 	for _, e := range events {
-		var err error
-		switch e.kind {
-		case "cr":
-			err = r.CR(e.t, e.obj)
-		case "csv":
-			err = r.CSV(e.t, e.obj)
-		case "oc":
-			err = r.OC(e.t, e.obj)
-		}
-		require.NoError(t, err)
+		require.NoError(t, r.take(e.kind, e.t, e.obj))
 	}
 	return out.String(), r
 }
@@ -284,25 +275,13 @@ func TestRecorderInference(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out bytes.Buffer
-			r := New(Options{Source: testSource(t), StatusSubresource: true, Out: &out, Now: func() time.Time { return clock0 }})
-			require.NoError(t, r.Start(tc.start, tc.csvs, nil))
+			out, r := play(t, tc.start, tc.csvs, nil, tc.events)
 			var got []string
-			for _, e := range tc.events {
-				var err error
-				switch e.kind {
-				case "cr":
-					err = r.CR(e.t, e.obj)
-				case "csv":
-					err = r.CSV(e.t, e.obj)
-				}
-				require.NoError(t, err)
-			}
 			if r.Steps == 0 {
-				assert.Empty(t, tc.wantSteps, "trace:\n%s", out.String())
+				assert.Empty(t, tc.wantSteps, "trace:\n%s", out)
 				return
 			}
-			_, rows := replay(t, out.String(), []contract.Policy{contract.PolicyOLM})
+			_, rows := replay(t, out, []contract.Policy{contract.PolicyOLM})
 			for _, row := range rows {
 				s := string(row.Step.Actor) + " " + string(row.Step.Verb)
 				if row.Step.Target != simulate.TargetSource {
@@ -310,9 +289,8 @@ func TestRecorderInference(t *testing.T) {
 				}
 				got = append(got, s)
 			}
-			n := len(rows)
-			assert.Equal(t, tc.wantSteps, got, "trace:\n%s", out.String())
-			assert.Equal(t, n, r.Steps)
+			assert.Equal(t, tc.wantSteps, got, "trace:\n%s", out)
+			assert.Equal(t, len(rows), r.Steps)
 		})
 	}
 }

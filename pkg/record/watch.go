@@ -124,16 +124,7 @@ func run(ctx context.Context, dyn dynamic.Interface, host string, tg Target, r *
 	m := newMerger(kinds...)
 	feed := func(evs []event) error {
 		for _, ev := range evs {
-			var err error
-			switch ev.kind {
-			case "cr":
-				err = r.CR(ev.t, ev.obj)
-			case "csv":
-				err = r.CSV(ev.t, ev.obj)
-			case "oc":
-				err = r.OC(ev.t, ev.obj)
-			}
-			if err != nil {
+			if err := r.take(ev.kind, ev.t, ev.obj); err != nil {
 				return err
 			}
 		}
