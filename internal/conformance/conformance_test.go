@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -55,15 +54,6 @@ var traceCRDs = map[string]string{
 // notPlayable are native traces that are not a story the server can play.
 var notPlayable = map[string]string{
 	"status-write-before-create.yaml": "an invalid trace (a status write before the CR exists): simulate refuses it",
-}
-
-func readCRD(t testing.TB, rel string) *apiextv1.CustomResourceDefinition {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), rel))
-	require.NoError(t, err)
-	crd := &apiextv1.CustomResourceDefinition{}
-	require.NoError(t, yaml.Unmarshal(data, crd))
-	return crd
 }
 
 func nativeTraces(t *testing.T) []string {
@@ -113,7 +103,7 @@ func TestTracesOnTheServer(t *testing.T) {
 			require.NoError(t, err)
 			var crd *apiextv1.CustomResourceDefinition
 			if crdPath != "" {
-				crd = readCRD(t, crdPath)
+				crd = testutil.ReadCRD(t, crdPath)
 				cfg.StatusSubresource = crd.Spec.Versions[0].Subresources != nil && crd.Spec.Versions[0].Subresources.Status != nil
 			}
 			p := newPlay(t, rel, crd, cfg, tr.Initial, tr.OperatorCondition)
@@ -140,7 +130,7 @@ func TestCounterexamplesOnTheServer(t *testing.T) {
 		bundle := filepath.Dir(d)
 		sctx, err := simulate.ContextFromBundle(bundle)
 		require.NoError(t, err)
-		crd := readCRD(t, filepath.Join("testdata/bundles/handshake", filepath.Base(bundle), "manifests/cool.operators.corp_cooloperators.yaml"))
+		crd := testutil.ReadCRD(t, filepath.Join("testdata/bundles/handshake", filepath.Base(bundle), "manifests/cool.operators.corp_cooloperators.yaml"))
 		for _, pol := range contract.Policies() {
 			cfg := &simulate.Config{Source: sctx.Source, StatusSubresource: *sctx.StatusSubresource, CR: sctx.Resource, Policies: []contract.Policy{pol}, Primary: pol}
 			res, err := simulate.Explore(context.Background(), cfg, simulate.ExploreOptions{Depth: simulate.DefaultDepth})

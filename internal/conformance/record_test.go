@@ -47,7 +47,7 @@ type coolCRD struct {
 
 func installCool(t *testing.T) coolCRD {
 	t.Helper()
-	in := install(t, readCRD(t, goodCRD))
+	in := install(t, testutil.ReadCRD(t, goodCRD))
 	c := in.CRD.DeepCopy()
 	c.APIVersion, c.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
 	c.ManagedFields, c.Status = nil, apiextv1.CustomResourceDefinitionStatus{}
@@ -601,7 +601,7 @@ func (w *countingWriter) count() int {
 // step.
 func BenchmarkRecordLiveStatusWrites(b *testing.B) {
 	srv := kubetest.Get(b)
-	in, err := srv.InstallCRD(b, readCRD(b, goodCRD))
+	in, err := srv.InstallCRD(b, testutil.ReadCRD(b, goodCRD))
 	require.NoError(b, err)
 	ns := kubetest.Namespace("bench")
 	res := srv.Dynamic.Resource(in.GVR("v1beta1")).Namespace(ns)

@@ -14,6 +14,9 @@ import (
 	"sort"
 	"sync"
 	"testing"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // RepoRoot is the absolute path of the repository checkout.
@@ -167,4 +170,19 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// ReadCRD reads an apiextensions.k8s.io/v1 CRD file of the repository
+// (rel is relative to its root).
+func ReadCRD(tb testing.TB, rel string) *apiextv1.CustomResourceDefinition {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), rel))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		tb.Fatalf("%s: %v", rel, err)
+	}
+	return crd
 }

@@ -2,15 +2,12 @@ package apiserver
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 )
@@ -20,18 +17,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func loadCRD(t testing.TB, rel string) *apiextv1.CustomResourceDefinition {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), rel))
-	require.NoError(t, err)
-	crd := &apiextv1.CustomResourceDefinition{}
-	require.NoError(t, yaml.Unmarshal(data, crd))
-	return crd
-}
-
 func goodResource(t testing.TB) *Resource {
 	t.Helper()
-	r, err := NewResource(loadCRD(t, "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml"), "v1beta1")
+	r, err := NewResource(testutil.ReadCRD(t, "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml"), "v1beta1")
 	require.NoError(t, err)
 	return r
 }
@@ -127,7 +115,7 @@ func TestUpdateStatus(t *testing.T) {
 		assert.Contains(t, rf.Error(), want)
 	}
 
-	off, err := NewResource(loadCRD(t, "testdata/traces/crds/cooloperators-no-status-subresource.yaml"), "v1beta1")
+	off, err := NewResource(testutil.ReadCRD(t, "testdata/traces/crds/cooloperators-no-status-subresource.yaml"), "v1beta1")
 	require.NoError(t, err)
 	old, _ = off.Create(cool(1, map[string]interface{}{"storageLayer": "PostgreSQL"}, nil), epoch)
 	out, rf = off.UpdateStatus(old, cond("True", 1))
@@ -198,7 +186,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestDefaultsApplyBeforeTheGenerationCompare(t *testing.T) {
-	r, err := NewResource(loadCRD(t, "testdata/traces/crds/cooloperators-defaults.yaml"), "v1beta1")
+	r, err := NewResource(testutil.ReadCRD(t, "testdata/traces/crds/cooloperators-defaults.yaml"), "v1beta1")
 	require.NoError(t, err)
 	stored, err := r.Stored(cool(3, map[string]interface{}{"storageLayer": "PostgreSQL"}, nil))
 	require.NoError(t, err)
@@ -247,7 +235,7 @@ func BenchmarkWrites(b *testing.B) {
 }
 
 func TestValidateCRD(t *testing.T) {
-	good := loadCRD(t, "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml")
+	good := testutil.ReadCRD(t, "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml")
 	rf, err := ValidateCRD(good)
 	require.NoError(t, err)
 	assert.Nil(t, rf, "the good CRD is taken")
