@@ -58,7 +58,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/manifest FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/contract FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/generate FuzzSetAnnotation $(FUZZTIME)
-	GO=$(GO) .ci/fuzz ./pkg/simulate FuzzReadTrace $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/trace FuzzReadTrace $(FUZZTIME)
 
 clean:
 	rm -rf bin

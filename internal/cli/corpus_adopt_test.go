@@ -10,10 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
-	"github.com/statuscheck/statuscheck/pkg/contract"
-	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/explore"
+	"github.com/statuscheck/statuscheck/pkg/source"
 )
 
 // copyBundle copies a corpus bundle into a writable temporary directory.
@@ -63,7 +64,7 @@ func TestCorpusAdoption(t *testing.T) {
 			// Item 6: no namespace is pinned.
 			b, err := bundle.Load(dir, bundle.Options{})
 			require.NoError(t, err)
-			ann := b.CSV().Obj.Annotations[contract.AnnotationKey]
+			ann := b.CSV().Obj.Annotations[v1alpha1.AnnotationKey]
 			require.NotEmpty(t, ann)
 			assert.NotContains(t, ann, `"namespace"`, "generate pins no namespace")
 
@@ -87,12 +88,12 @@ func TestCorpusAdoption(t *testing.T) {
 			}
 
 			// Item 1: an audit log's first write is judged.
-			sctx, err := simulate.ContextFromBundle(dir)
+			sctx, err := source.FromBundle(dir)
 			require.NoError(t, err)
 			_, ex, _ := run(t, "simulate", "--explore", "--bundle", dir, "--depth", "2", "-o", "json")
 			var exp struct {
 				Results []struct {
-					SpecChange simulate.SpecChange `json:"specChange"`
+					SpecChange explore.SpecChange `json:"specChange"`
 				} `json:"results"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(ex), &exp), ex)
@@ -122,7 +123,7 @@ func TestCorpusAdoption(t *testing.T) {
 // auditLog is an audit log of the status source: the operator's get, a
 // user's update of the spec field the explorer found, then the operator's
 // status writes for the new generation, False and then True.
-func auditLog(t *testing.T, sctx *simulate.Context, change simulate.SpecChange) string {
+func auditLog(t *testing.T, sctx *source.Context, change explore.SpecChange) string {
 	src := sctx.Source
 	gv := src.GroupVersion()
 	obj := func(gen int64, v interface{}, status string, og int64) map[string]interface{} {

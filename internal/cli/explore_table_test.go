@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -21,12 +22,12 @@ const (
 )
 
 // handshakeOf describes a status source's handshake in a few words.
-func handshakeOf(src *contract.StatusSource) string {
+func handshakeOf(src *v1alpha1.StatusSource) string {
 	h := src.Handshake
 	switch {
-	case src.Mode() == contract.HandshakeOperatorCondition:
+	case src.Mode() == v1alpha1.HandshakeOperatorCondition:
 		return "OperatorCondition"
-	case src.Mode() != contract.HandshakeRequestAck:
+	case src.Mode() != v1alpha1.HandshakeRequestAck:
 		return "none"
 	case h.Request.SpecPath != "":
 		return "RequestAck, spec request `" + h.Request.SpecPath + "`"

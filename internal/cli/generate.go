@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/generate"
 	"github.com/statuscheck/statuscheck/pkg/report"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -116,10 +116,10 @@ func generateConflicts(v generate.Values, output string, write, diff, check bool
 		return usagef("-o patch prints a patch; it does not go with -w or -d")
 	case v.RequestSpecPath != nil && v.RequestAnnotation != nil:
 		return usagef("--request-spec-path and --request-annotation do not go together: OLM writes its token to one place")
-	case v.Handshake != nil && *v.Handshake != string(contract.HandshakeRequestAck) &&
+	case v.Handshake != nil && *v.Handshake != string(v1alpha1.HandshakeRequestAck) &&
 		(v.RequestSpecPath != nil || v.RequestAnnotation != nil || v.AckStatusPath != nil):
 		return usagef("--request-spec-path, --request-annotation and --ack-status-path need --handshake RequestAck, not %s", *v.Handshake)
-	case v.Handshake != nil && *v.Handshake == string(contract.HandshakeRequestAck) && v.RequestSpecPath == nil && v.RequestAnnotation == nil:
+	case v.Handshake != nil && *v.Handshake == string(v1alpha1.HandshakeRequestAck) && v.RequestSpecPath == nil && v.RequestAnnotation == nil:
 		return usagef("--handshake RequestAck needs --request-spec-path or --request-annotation")
 	case paths > 1 && !write && !check && !diff:
 		return usagef("several paths need -w, -d or --check; stdout holds one file")

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 )
 
 // copyTree copies a directory of the repository into a temporary one.
@@ -189,7 +189,7 @@ func TestGenerateBadInput(t *testing.T) {
 		})
 	}
 	data, _ := os.ReadFile(roCSV)
-	assert.NotContains(t, string(data), contract.AnnotationKey, "the read-only file is untouched")
+	assert.NotContains(t, string(data), v1alpha1.AnnotationKey, "the read-only file is untouched")
 }
 
 func TestGenerateAmbiguousListsCandidates(t *testing.T) {

@@ -17,7 +17,6 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
-	"github.com/statuscheck/statuscheck/pkg/generate"
 )
 
 // The hostile-input suite runs the real binary, so that it can run as
@@ -290,8 +289,13 @@ func TestKilledBetweenWriteAndRename(t *testing.T) {
 	csv, err := os.ReadFile(filepath.Join(repoRoot, "testdata/bundles/rules/status-source-missing/fail", csvPath))
 	require.NoError(t, err)
 	b := h.mkdir(t, "bundle", map[string][]byte{csvPath: csv, crdPath: good(t, crdPath), annPath: good(t, annPath)})
-	r := h.exec(t, []string{generate.KillBeforeRenameEnv + "=1"}, false, "generate", "-w", b)
-	require.True(t, r.signaled, "the process was killed: exit %d, %s", r.code, r.stderr)
+	// The binary has no hook for this: ptrace stops it as it enters the
+	// rename system call, and it is killed there.
+	cmd := exec.Command(h.bin, "generate", "-w", b)
+	cmd.Dir = h.dir
+	killed, err := testutil.RunKilledAtRename(cmd)
+	require.NoError(t, err)
+	require.True(t, killed, "generate -w reached its rename and was killed there")
 	after, err := os.ReadFile(filepath.Join(b, csvPath))
 	require.NoError(t, err)
 	assert.Equal(t, string(csv), string(after), "the original is intact")
@@ -300,7 +304,7 @@ func TestKilledBetweenWriteAndRename(t *testing.T) {
 	tmp, _ := os.ReadFile(leftovers[0])
 	assert.Contains(t, string(tmp), "operatorframework.io/status-source")
 
-	r = h.exec(t, nil, false, "generate", "-w", b)
+	r := h.exec(t, nil, false, "generate", "-w", b)
 	assert.Equal(t, 0, r.code, "a rerun completes the write: %s", r.stderr)
 	after, _ = os.ReadFile(filepath.Join(b, csvPath))
 	assert.Contains(t, string(after), "operatorframework.io/status-source")

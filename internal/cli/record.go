@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"context"
+	gocontext "context"
 	"errors"
 	"fmt"
 	"io"
@@ -102,7 +102,7 @@ func restConfig(f recordFlags) (*rest.Config, string, error) {
 }
 
 func (a *app) runRecord(f recordFlags) error {
-	sctx, err := a.context(simulateFlags{bundleDir: f.bundleDir, crdFile: f.crdFile, source: f.source})
+	sctx, err := context(f.bundleDir, f.crdFile, f.source)
 	if err != nil {
 		return err
 	}
@@ -137,10 +137,10 @@ func (a *app) runRecord(f recordFlags) error {
 		out, where = lf, f.out
 	}
 	rec := record.New(record.Options{Source: &src, StatusSubresource: *sctx.StatusSubresource, Out: out, Server: cfg.Host})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := gocontext.WithCancel(gocontext.Background())
 	defer cancel()
 	if f.duration > 0 {
-		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		ctx, cancel = gocontext.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
 	sigs := make(chan os.Signal, 1)

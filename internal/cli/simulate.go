@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"context"
+	gocontext "context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,10 +11,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/explore"
 	"github.com/statuscheck/statuscheck/pkg/report"
 	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/source"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 type simulateFlags struct {
@@ -114,7 +118,7 @@ those as StatusTraces that simulate replays to the same violation.`,
 	fl.VarP(f.output, "output", "o", "output: text (a timeline), json or html (html for a replay; --explore writes text or json)")
 	fl.Var(f.failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
 	fl.BoolVar(&f.explore, "explore", false, "search every interleaving of the lock protocol instead of replaying a trace")
-	fl.IntVar(&f.depth, "depth", simulate.DefaultDepth, "--explore: the most steps a trace may take")
+	fl.IntVar(&f.depth, "depth", explore.DefaultDepth, "--explore: the most steps a trace may take")
 	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this long (0: no limit), reporting what was found")
 	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into this directory")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
@@ -132,15 +136,15 @@ func policies(name string) ([]contract.Policy, contract.Policy) {
 }
 
 func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
-	ctx, err := a.context(f)
+	ctx, err := context(f.bundleDir, f.crdFile, f.source)
 	if err != nil {
 		return 0, err
 	}
-	opts := simulate.OpenOptions{Format: simulate.Format(f.format.value), Limits: simulate.DefaultLimits}
+	opts := trace.OpenOptions{Format: trace.Format(f.format.value), Limits: trace.DefaultLimits}
 	if ctx != nil {
 		opts.Source, opts.Plural = ctx.Source, ctx.Plural
 	}
-	t, err := simulate.Open(path, opts)
+	t, err := trace.Open(path, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -160,7 +164,7 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 		}
 	}()
 	pols, primary := policies(f.policy.value)
-	cfg, notes, err := ctx.Config(t, pols, primary)
+	cfg, notes, err := simulate.NewConfig(ctx, t, pols, primary)
 	if err != nil {
 		return 0, err
 	}
@@ -203,12 +207,14 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 	return sum.ExitCode(failOn), nil
 }
 
-func (a *app) context(f simulateFlags) (*simulate.Context, error) {
+// context resolves --bundle, or --crd with --source (nil when neither
+// was given).
+func context(bundleDir, crdFile, ref string) (*source.Context, error) {
 	switch {
-	case f.bundleDir != "":
-		return simulate.ContextFromBundle(f.bundleDir)
-	case f.crdFile != "":
-		return simulate.ContextFromCRD(f.crdFile, f.source)
+	case bundleDir != "":
+		return source.FromBundle(bundleDir)
+	case crdFile != "":
+		return source.FromCRD(crdFile, ref)
 	}
 	return nil, nil
 }
@@ -220,18 +226,18 @@ type exploreJSON struct {
 }
 
 type exploreResultJSON struct {
-	Policy          string                        `json:"policy"`
-	SpecChange      simulate.SpecChange           `json:"specChange"`
-	States          int                           `json:"states"`
-	Depth           int                           `json:"depth"`
-	Exhausted       bool                          `json:"exhausted"`
-	Stopped         bool                          `json:"stopped,omitempty"`
-	ElapsedMillis   int64                         `json:"elapsedMillis"`
-	Counterexamples []simulate.CounterexampleJSON `json:"counterexamples"`
+	Policy          string                       `json:"policy"`
+	SpecChange      explore.SpecChange           `json:"specChange"`
+	States          int                          `json:"states"`
+	Depth           int                          `json:"depth"`
+	Exhausted       bool                         `json:"exhausted"`
+	Stopped         bool                         `json:"stopped,omitempty"`
+	ElapsedMillis   int64                        `json:"elapsedMillis"`
+	Counterexamples []explore.CounterexampleJSON `json:"counterexamples"`
 }
 
 func (a *app) runExplore(f simulateFlags) (int, error) {
-	sctx, err := a.context(f)
+	sctx, err := context(f.bundleDir, f.crdFile, f.source)
 	if err != nil {
 		return 0, err
 	}
@@ -245,29 +251,29 @@ func (a *app) runExplore(f simulateFlags) (int, error) {
 	code := result.ExitOK
 	for _, p := range pols {
 		cfg := &simulate.Config{Source: sctx.Source, StatusSubresource: *sctx.StatusSubresource, CR: sctx.Resource, Policies: []contract.Policy{p}, Primary: p}
-		ctx := context.Background()
+		ctx := gocontext.Background()
 		if f.timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, f.timeout)
+			var cancel gocontext.CancelFunc
+			ctx, cancel = gocontext.WithTimeout(ctx, f.timeout)
 			defer cancel()
 		}
-		res, err := simulate.Explore(ctx, cfg, simulate.ExploreOptions{Depth: f.depth, Progress: a.progress(string(p)), Example: sctx.Example})
+		res, err := explore.Run(ctx, cfg, explore.Options{Depth: f.depth, Progress: a.progress(string(p)), Example: sctx.Example})
 		a.clearProgress()
 		if err != nil {
 			return 0, err
 		}
 		var files []string
 		if f.counterexamples != "" {
-			if files, err = simulate.WriteCounterexamples(f.counterexamples, cfg, res); err != nil {
+			if files, err = explore.WriteCounterexamples(f.counterexamples, cfg, res); err != nil {
 				return 0, err
 			}
 		}
 		rj := exploreResultJSON{Policy: string(p), SpecChange: res.Change, States: res.States, Depth: res.Depth, Exhausted: res.Exhausted, Stopped: res.Stopped,
-			ElapsedMillis: res.Elapsed.Milliseconds(), Counterexamples: []simulate.CounterexampleJSON{}}
+			ElapsedMillis: res.Elapsed.Milliseconds(), Counterexamples: []explore.CounterexampleJSON{}}
 		for i, c := range res.Counterexamples {
-			cj := simulate.CounterexampleJSON{Violation: c.Violation}
+			cj := explore.CounterexampleJSON{Violation: c.Violation}
 			for _, st := range c.Steps {
-				cj.Steps = append(cj.Steps, simulate.StepJSON(st))
+				cj.Steps = append(cj.Steps, trace.StepJSON(st))
 			}
 			if i < len(files) {
 				cj.File = files[i]
@@ -293,7 +299,7 @@ func (a *app) runExplore(f simulateFlags) (int, error) {
 	return code, nil
 }
 
-func (a *app) exploreText(res *simulate.ExploreResult, files []string) {
+func (a *app) exploreText(res *explore.Result, files []string) {
 	how := "depth limit reached"
 	switch {
 	case res.Exhausted:
@@ -322,10 +328,10 @@ func (a *app) exploreText(res *simulate.ExploreResult, files []string) {
 	}
 }
 
-func describeStep(st simulate.Step) string {
+func describeStep(st trace.Step) string {
 	s := fmt.Sprintf("%-8s %s", st.Actor, st.Action())
 	switch st.Verb {
-	case simulate.VerbUpdate, simulate.VerbUpdateStatus, simulate.VerbCreate:
+	case v1alpha1.VerbUpdate, v1alpha1.VerbUpdateStatus, v1alpha1.VerbCreate:
 		if st.Value != nil {
 			data, _ := json.Marshal(st.Value)
 			s += " " + string(data)
@@ -336,11 +342,11 @@ func describeStep(st simulate.Step) string {
 
 // progress shows a long search on stderr when stderr is a terminal, and
 // stays quiet otherwise (CI logs).
-func (a *app) progress(label string) func(simulate.ExploreProgress) {
+func (a *app) progress(label string) func(explore.Progress) {
 	if !isTerminal(a.stderr) {
 		return nil
 	}
-	return func(p simulate.ExploreProgress) {
+	return func(p explore.Progress) {
 		fmt.Fprintf(a.stderr, "\r\033[Kexplore %s: depth %d, %d states", label, p.Depth, p.States)
 		a.progressShown = true
 	}

@@ -44,10 +44,11 @@ output when a bundle could not be read.`,
 			if output.value == "manifest-result" && len(args) != 1 {
 				return usagef("-o manifest-result prints one ManifestResult: give one bundle, not %d", len(args))
 			}
+			var progress validate.Progress
 			if isTerminal(a.stderr) {
 				var mu sync.Mutex
 				var last time.Time // the first call shows at once, then every 200ms
-				opts.CatalogProgress = func(n int) {
+				progress = func(n int) {
 					mu.Lock()
 					defer mu.Unlock()
 					if time.Since(last) > 200*time.Millisecond {
@@ -57,7 +58,7 @@ output when a bundle could not be read.`,
 					}
 				}
 			}
-			rep := validate.Paths(args, opts, bundle.Options{})
+			rep := validate.Paths(args, opts, bundle.Options{}, progress)
 			a.clearProgress()
 			if (output.value == "manifest-result" || output.value == "scorecard") && rep.Failed() {
 				// operator-sdk and scorecard take any JSON on stdout for a

@@ -17,7 +17,10 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/explore"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/source"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 const (
@@ -96,10 +99,10 @@ func TestTracesOnTheServer(t *testing.T) {
 		}
 		t.Run(rel, func(t *testing.T) {
 			t.Parallel()
-			tr, err := simulate.Open(filepath.Join(testutil.RepoRoot(), "testdata", "traces", rel), simulate.OpenOptions{})
+			tr, err := trace.Open(filepath.Join(testutil.RepoRoot(), "testdata", "traces", rel), trace.OpenOptions{})
 			require.NoError(t, err)
 			defer tr.Close()
-			cfg, _, err := (*simulate.Context)(nil).Config(tr, contract.Policies(), contract.PolicyOLM)
+			cfg, _, err := simulate.NewConfig(nil, tr, contract.Policies(), contract.PolicyOLM)
 			require.NoError(t, err)
 			var crd *apiextv1.CustomResourceDefinition
 			if crdPath != "" {
@@ -128,12 +131,12 @@ func TestCounterexamplesOnTheServer(t *testing.T) {
 	t.Cleanup(func() { assert.GreaterOrEqual(t, int(played.Load()), 10, "counterexamples played") })
 	for _, d := range dirs {
 		bundle := filepath.Dir(d)
-		sctx, err := simulate.ContextFromBundle(bundle)
+		sctx, err := source.FromBundle(bundle)
 		require.NoError(t, err)
 		crd := testutil.ReadCRD(t, filepath.Join("testdata/bundles/handshake", filepath.Base(bundle), "manifests/cool.operators.corp_cooloperators.yaml"))
 		for _, pol := range contract.Policies() {
 			cfg := &simulate.Config{Source: sctx.Source, StatusSubresource: *sctx.StatusSubresource, CR: sctx.Resource, Policies: []contract.Policy{pol}, Primary: pol}
-			res, err := simulate.Explore(context.Background(), cfg, simulate.ExploreOptions{Depth: simulate.DefaultDepth})
+			res, err := explore.Run(context.Background(), cfg, explore.Options{Depth: explore.DefaultDepth})
 			require.NoError(t, err)
 			for _, c := range res.Counterexamples {
 				name := filepath.Base(bundle) + "/" + string(pol) + "/" + c.Violation.Rule

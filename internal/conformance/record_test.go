@@ -26,11 +26,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/kubetest"
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/record"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/source"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 var (
@@ -254,16 +257,16 @@ type replayed struct {
 	rows []simulate.Row
 }
 
-func replayFile(t *testing.T, path string, ctx *simulate.Context) replayed {
+func replayFile(t *testing.T, path string, ctx *source.Context) replayed {
 	t.Helper()
-	opts := simulate.OpenOptions{Limits: simulate.DefaultLimits}
+	opts := trace.OpenOptions{Limits: trace.DefaultLimits}
 	if ctx != nil {
 		opts.Source, opts.Plural = ctx.Source, ctx.Plural
 	}
-	tr, err := simulate.Open(path, opts)
+	tr, err := trace.Open(path, opts)
 	require.NoError(t, err)
 	defer tr.Close()
-	cfg, _, err := ctx.Config(tr, contract.Policies(), contract.PolicyOLM)
+	cfg, _, err := simulate.NewConfig(ctx, tr, contract.Policies(), contract.PolicyOLM)
 	require.NoError(t, err)
 	var out replayed
 	out.sum, err = simulate.Replay(tr, cfg, func(r simulate.Row) error { out.rows = append(out.rows, r); return nil })
@@ -276,7 +279,7 @@ func replayFile(t *testing.T, path string, ctx *simulate.Context) replayed {
 func (r replayed) verdictsAt() map[string]string {
 	out := map[string]string{}
 	for _, row := range r.rows {
-		if row.Step.Target != simulate.TargetSource || row.Step.Actor == simulate.ActorOLM {
+		if row.Step.Target != v1alpha1.TargetSource || row.Step.Actor == v1alpha1.ActorOLM {
 			continue
 		}
 		var parts []string
@@ -360,7 +363,7 @@ func TestRecordEndToEnd(t *testing.T) {
 	assert.Equal(t, stepRVs, rvs, "one step per write, in order, each with its resourceVersion")
 	var upgradeStep int
 	for _, row := range got.rows {
-		if row.Step.Verb == simulate.VerbUpgrade {
+		if row.Step.Verb == v1alpha1.VerbUpgrade {
 			upgradeStep = row.Outcome.Step
 			assert.Equal(t, upgradeRV, row.Step.ResourceVersion, "the upgrade is the new CSV leaving Pending")
 		}
@@ -384,7 +387,7 @@ func TestRecordEndToEnd(t *testing.T) {
 
 	// The snapshot stream of the same CR: the same verdicts at every CR
 	// step.
-	sctx, err := simulate.ContextFromCRD(cool.file, cool.in.APIVersion("v1beta1")+"/CoolOperator/"+c.ns+"/"+c.name)
+	sctx, err := source.FromCRD(cool.file, cool.in.APIVersion("v1beta1")+"/CoolOperator/"+c.ns+"/"+c.name)
 	require.NoError(t, err)
 	snap := replayFile(t, snaps, sctx)
 	recorded := replayFile(t, rec.trace, sctx)
@@ -559,7 +562,7 @@ func TestRecordDuration(t *testing.T) {
 	assert.Contains(t, string(data), "\ninitial: null\n")
 	got := replayFile(t, trace, nil)
 	require.Len(t, got.rows, 1, string(data))
-	assert.Equal(t, simulate.VerbCreate, got.rows[0].Step.Verb)
+	assert.Equal(t, v1alpha1.VerbCreate, got.rows[0].Step.Verb)
 	assert.Equal(t, "kubectl-create", got.rows[0].Step.Who)
 }
 

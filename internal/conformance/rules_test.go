@@ -15,9 +15,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/internal/kubetest"
 	"github.com/statuscheck/statuscheck/internal/testutil"
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -29,7 +30,7 @@ import (
 // namespace of its own.
 type serverCase struct {
 	t       *testing.T
-	src     *contract.StatusSource
+	src     *v1alpha1.StatusSource
 	res     dynamic.ResourceInterface
 	version string
 	api     string
@@ -43,8 +44,8 @@ func installFixture(t *testing.T, dir string) (*serverCase, result.Bundle) {
 	t.Helper()
 	b, err := bundle.Load(dir, bundle.Options{})
 	require.NoError(t, err)
-	findings := validate.Bundle(b, validate.Options{})
-	src, problems := contract.Parse(b.CSV().Obj.Annotations[contract.AnnotationKey])
+	findings := validate.Check(b, validate.Options{})
+	src, problems := contract.Parse(b.CSV().Obj.Annotations[v1alpha1.AnnotationKey])
 	require.Empty(t, problems)
 	gv := src.GroupVersion()
 	c := b.FindCRD(gv.Group, src.Kind)
@@ -69,7 +70,7 @@ func installFixture(t *testing.T, dir string) (*serverCase, result.Bundle) {
 // example is the CR the console creates: the initialization resource,
 // else the alm-examples entry of the kind.
 func (sc *serverCase) example() map[string]interface{} {
-	if raw, ok := sc.csv[contract.InitializationResourceKey]; ok {
+	if raw, ok := sc.csv[v1alpha1.InitializationResourceKey]; ok {
 		var o map[string]interface{}
 		require.NoError(sc.t, yaml.Unmarshal([]byte(raw), &o))
 		return o
@@ -85,7 +86,7 @@ func (sc *serverCase) example() map[string]interface{} {
 }
 
 func (sc *serverCase) create(obj map[string]interface{}) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{Object: apiserver.MergePatch(obj, map[string]interface{}{"apiVersion": sc.api, "kind": sc.src.Kind})}
+	u := &unstructured.Unstructured{Object: jsonobj.MergePatch(obj, map[string]interface{}{"apiVersion": sc.api, "kind": sc.src.Kind})}
 	u.SetNamespace("")
 	return sc.res.Create(context.Background(), u, metav1.CreateOptions{})
 }
@@ -144,7 +145,7 @@ func TestRulesOnTheServer(t *testing.T) {
 			require.NoError(t, err)
 			st := sc.probeStatus(contract.StatusTrue, obj.GetGeneration())
 			first := st["conditions"].([]interface{})[0].(map[string]interface{})
-			st["conditions"] = append(st["conditions"].([]interface{}), apiserver.MergePatch(first, map[string]interface{}{"status": contract.StatusFalse}))
+			st["conditions"] = append(st["conditions"].([]interface{}), jsonobj.MergePatch(first, map[string]interface{}{"status": contract.StatusFalse}))
 			_, err = sc.writeStatus(obj, st)
 			return err == nil, fmt.Sprint(err)
 		},

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/internal/kubetest"
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
@@ -63,7 +65,7 @@ func install(t *testing.T, crd *apiextv1.CustomResourceDefinition) *kubetest.Ins
 }
 
 // schemalessCRD is the CRD simulate assumes when it knows none.
-func schemalessCRD(src *contract.StatusSource, sub bool) *apiextv1.CustomResourceDefinition {
+func schemalessCRD(src *v1alpha1.StatusSource, sub bool) *apiextv1.CustomResourceDefinition {
 	gv := src.GroupVersion()
 	keep := true
 	v := apiextv1.CustomResourceDefinitionVersion{Name: gv.Version, Served: true, Storage: true,
@@ -161,7 +163,7 @@ func (p *play) ocClient() dynamic.ResourceInterface {
 // prepare makes a trace's object one the server takes: its API version
 // under the test's group, the test's namespace, no server-managed fields.
 func prepare(obj map[string]interface{}, apiVersion, ns string, off int64) *unstructured.Unstructured {
-	c, _ := apiserver.JSONCopy(obj)
+	c, _ := jsonobj.Copy(obj)
 	u := &unstructured.Unstructured{Object: shift(c, -off)}
 	u.SetAPIVersion(apiVersion)
 	u.SetNamespace(ns)
@@ -251,35 +253,35 @@ func (p *play) apply(i int, st simulate.Step) {
 // simulate.SyncOperatorConditionStatus (OLM's code) and an UpdateStatus.
 func (p *play) real(st simulate.Step, next simulate.State) error {
 	ctx := context.Background()
-	if st.Target == simulate.TargetOperatorCondition {
+	if st.Target == v1alpha1.TargetOperatorCondition {
 		return p.realOC(st)
 	}
 	switch st.Verb {
-	case simulate.VerbCreate:
+	case v1alpha1.VerbCreate:
 		got, err := p.createCR(st.Value)
 		if err == nil {
 			p.crName = got.GetName()
 			p.crOff = next.CR.Generation - got.GetGeneration()
 		}
 		return err
-	case simulate.VerbDelete:
+	case v1alpha1.VerbDelete:
 		opts := metav1.DeleteOptions{}
 		if pp, ok := st.Value["propagationPolicy"].(string); ok {
 			pol := metav1.DeletionPropagation(pp)
 			opts.PropagationPolicy = &pol
 		}
 		return p.crClient().Delete(ctx, p.crName, opts)
-	case simulate.VerbUpdate, simulate.VerbRequest:
+	case v1alpha1.VerbUpdate, v1alpha1.VerbRequest:
 		cur, err := p.crClient().Get(ctx, p.crName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		patch := st.Value
-		if st.Verb == simulate.VerbRequest {
+		if st.Verb == v1alpha1.VerbRequest {
 			r := p.cfg.Source.Handshake.Request
 			patch = map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{r.Annotation: next.TokenValue}}}
 			if r.SpecPath != "" {
-				fields := contract.FieldPath(r.SpecPath)
+				fields := v1alpha1.FieldPath(r.SpecPath)
 				patch = map[string]interface{}{}
 				m := patch
 				for _, f := range fields[:len(fields)-1] {
@@ -289,10 +291,10 @@ func (p *play) real(st simulate.Step, next simulate.State) error {
 				m[fields[len(fields)-1]] = next.TokenValue
 			}
 		}
-		merged := apiserver.MergePatch(cur.Object, shift(patch, -p.crOff))
+		merged := jsonobj.MergePatch(cur.Object, shift(patch, -p.crOff))
 		_, err = p.crClient().Update(ctx, &unstructured.Unstructured{Object: merged}, metav1.UpdateOptions{})
 		return err
-	case simulate.VerbUpdateStatus:
+	case v1alpha1.VerbUpdateStatus:
 		cur, err := p.crClient().Get(ctx, p.crName, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -308,7 +310,7 @@ func (p *play) real(st simulate.Step, next simulate.State) error {
 			_, err = p.crClient().Update(ctx, cur, metav1.UpdateOptions{})
 		}
 		return err
-	case simulate.VerbUpgrade:
+	case v1alpha1.VerbUpgrade:
 		// The replaced CSV's OperatorCondition goes; the new CSV's is
 		// created empty.
 		if err := p.ocClient().Delete(ctx, p.ocName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -327,9 +329,9 @@ func (p *play) real(st simulate.Step, next simulate.State) error {
 func (p *play) realOC(st simulate.Step) error {
 	ctx := context.Background()
 	switch st.Verb {
-	case simulate.VerbDelete:
+	case v1alpha1.VerbDelete:
 		return p.ocClient().Delete(ctx, p.ocName, metav1.DeleteOptions{})
-	case simulate.VerbCreate:
+	case v1alpha1.VerbCreate:
 		got, err := p.createOC(st.Value)
 		if err == nil {
 			p.ocName = got.GetName()
@@ -341,9 +343,9 @@ func (p *play) realOC(st simulate.Step) error {
 		return err
 	}
 	switch st.Verb {
-	case simulate.VerbUpdate:
-		_, err = p.ocClient().Update(ctx, &unstructured.Unstructured{Object: apiserver.MergePatch(cur.Object, shift(st.Value, -p.ocOff))}, metav1.UpdateOptions{})
-	case simulate.VerbUpdateStatus:
+	case v1alpha1.VerbUpdate:
+		_, err = p.ocClient().Update(ctx, &unstructured.Unstructured{Object: jsonobj.MergePatch(cur.Object, shift(st.Value, -p.ocOff))}, metav1.UpdateOptions{})
+	case v1alpha1.VerbUpdateStatus:
 		status := st.Value
 		if status == nil {
 			var changed bool

@@ -36,6 +36,8 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 )
 
 // Resource is one version of a CRD as the apiserver serves it.
@@ -259,7 +261,7 @@ func (r *Resource) Stored(obj map[string]interface{}) (map[string]interface{}, e
 // object deep-copies obj into an Unstructured, checking that it holds
 // only JSON values.
 func object(obj map[string]interface{}) (*unstructured.Unstructured, error) {
-	c, err := JSONCopy(obj)
+	c, err := jsonobj.Copy(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -469,56 +471,4 @@ func markAsDeleting(u *unstructured.Unstructured, now time.Time) {
 	}
 	var zero int64
 	u.SetDeletionGracePeriodSeconds(&zero)
-}
-
-// JSONCopy deep-copies a JSON object made of the types encoding/json and
-// sigs.k8s.io/yaml produce (int and int32 are taken as int64, float32 as
-// float64), refusing anything else.
-func JSONCopy(obj map[string]interface{}) (map[string]interface{}, error) {
-	out, err := jsonCopy(obj)
-	if err != nil {
-		return nil, err
-	}
-	m, _ := out.(map[string]interface{})
-	return m, nil
-}
-
-func jsonCopy(v interface{}) (interface{}, error) {
-	switch t := v.(type) {
-	case nil, string, bool, int64, float64:
-		return t, nil
-	case int:
-		return int64(t), nil
-	case int32:
-		return int64(t), nil
-	case float32:
-		return float64(t), nil
-	case map[string]interface{}:
-		if t == nil {
-			return map[string]interface{}(nil), nil
-		}
-		out := make(map[string]interface{}, len(t))
-		for k, x := range t {
-			c, err := jsonCopy(x)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
-	case []interface{}:
-		if t == nil {
-			return []interface{}(nil), nil
-		}
-		out := make([]interface{}, len(t))
-		for i, x := range t {
-			c, err := jsonCopy(x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%T is not a JSON value", v)
 }

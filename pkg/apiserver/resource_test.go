@@ -201,17 +201,6 @@ func TestDefaultsApplyBeforeTheGenerationCompare(t *testing.T) {
 	assert.Equal(t, int64(3), generation(t, out))
 }
 
-func TestJSONCopy(t *testing.T) {
-	in := map[string]interface{}{"a": 1, "b": []interface{}{int32(2), float32(0.5), nil, "s", true}, "c": map[string]interface{}{"d": int64(3)}}
-	out, err := JSONCopy(in)
-	require.NoError(t, err)
-	assert.Equal(t, map[string]interface{}{"a": int64(1), "b": []interface{}{int64(2), float64(0.5), nil, "s", true}, "c": map[string]interface{}{"d": int64(3)}}, out)
-	out["c"].(map[string]interface{})["d"] = int64(9)
-	assert.Equal(t, int64(3), in["c"].(map[string]interface{})["d"], "a deep copy")
-	_, err = JSONCopy(map[string]interface{}{"x": struct{}{}})
-	assert.Error(t, err)
-}
-
 // BenchmarkWrites is what one write costs through the apiserver's code.
 func BenchmarkWrites(b *testing.B) {
 	r := goodResource(b)

@@ -130,6 +130,10 @@ type Bundle struct {
 	Problems []Problem
 	// Errors are files that could not be read at all.
 	Errors []error
+
+	// files counts the manifest files (or documents) the bundle was
+	// built from.
+	files int
 }
 
 // CSV returns the bundle's ClusterServiceVersion: the first one, or nil.
@@ -286,8 +290,6 @@ type fileResult struct {
 	doc      *manifest.Document
 	problems []Problem
 	errs     []error
-	csv      *CSV
-	crd      *crd.CRD
 }
 
 func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits) {
@@ -314,29 +316,75 @@ func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits) {
 		}
 	}
 	results := make([]fileResult, len(files))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(files)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				results[i] = b.loadFile(fsys, files[i], rootReal, lim)
-			}
-		}()
-	}
-	for i := range files {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-
+	parallel(len(files), func(i int) { results[i] = b.loadFile(fsys, files[i], rootReal, lim) })
+	var docs []*manifest.Document
 	for _, r := range results {
 		b.Problems = append(b.Problems, r.problems...)
 		b.Errors = append(b.Errors, r.errs...)
 		if r.doc != nil {
-			b.Objects = append(b.Objects, r.doc)
+			docs = append(docs, r.doc)
 		}
+	}
+	b.files = len(files)
+	b.add(docs)
+}
+
+// parallel runs f(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, f func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+// FromDocuments assembles a bundle from the documents OLM sees: the first
+// document of each manifest, in file-name order, as the directory loader
+// reads them and as a file-based catalog carries them (olm.bundle.object).
+// Every bundle check runs on them: each object's apiVersion and kind, the
+// CSV and CRDs decoded into their types, one CSV only, the kinds a
+// registry+v1 bundle may hold, and, when md is given (a bundle image's
+// metadata/annotations.yaml), the annotations. path names the bundle and
+// where a missing CSV is reported.
+func FromDocuments(path string, docs []*manifest.Document, md *Metadata) *Bundle {
+	b := &Bundle{Path: path, Root: path, ManifestsDir: path, Metadata: md}
+	b.files = len(docs)
+	b.add(docs)
+	b.checkMetadata()
+	b.checkKinds()
+	return b
+}
+
+// decoded is what one document decodes into.
+type decoded struct {
+	problems []Problem
+	csv      *CSV
+	crd      *crd.CRD
+}
+
+// add takes the bundle's documents: each is checked to be a Kubernetes
+// object and the CSV and CRDs are decoded (concurrently: decoding is most
+// of a bundle's load), then the CSV count is checked.
+func (b *Bundle) add(docs []*manifest.Document) {
+	results := make([]decoded, len(docs))
+	parallel(len(docs), func(i int) { results[i] = decodeObject(docs[i]) })
+	for i, r := range results {
+		b.Problems = append(b.Problems, r.problems...)
+		if len(r.problems) > 0 && r.csv == nil && r.crd == nil && !isObject(docs[i]) {
+			continue // not an object: OLM does not see it
+		}
+		b.Objects = append(b.Objects, docs[i])
 		if r.csv != nil {
 			if len(b.CSVs) > 0 {
 				first := b.CSVs[0]
@@ -351,11 +399,62 @@ func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits) {
 	}
 	if len(b.CSVs) == 0 && !hasCSVDoc(b.Objects) && !hasCSVParseProblem(b.Problems) {
 		msg := fmt.Sprintf("no ClusterServiceVersion in %s", b.ManifestsDir)
-		if len(files) == 0 {
+		if b.files == 0 {
 			msg = fmt.Sprintf("no manifests in %s (want a bundle root with manifests/ and metadata/, or a directory of manifests)", b.ManifestsDir)
 		}
 		b.Problems = append(b.Problems, Problem{Code: CodeCSVMissing, Pos: manifest.Position{File: b.ManifestsDir}, Message: msg})
 	}
+}
+
+func isObject(doc *manifest.Document) bool {
+	obj := doc.Object()
+	av, _ := obj["apiVersion"].(string)
+	k, _ := obj["kind"].(string)
+	return av != "" && k != ""
+}
+
+// decodeObject checks that doc is a Kubernetes object and decodes a CSV or
+// a CRD into its type.
+func decodeObject(doc *manifest.Document) (r decoded) {
+	obj := doc.Object()
+	if obj == nil {
+		r.problems = append(r.problems, Problem{Code: CodeParse, Pos: doc.Pos(),
+			Message: "not a Kubernetes object: the document is not a mapping"})
+		return r
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if apiVersion == "" || kind == "" {
+		missing := "apiVersion"
+		field := "apiVersion"
+		if kind == "" {
+			missing, field = "kind", "kind"
+			if apiVersion == "" {
+				missing = "apiVersion and kind"
+			}
+		}
+		pos, _ := doc.Locate(manifest.NewPath(field))
+		r.problems = append(r.problems, Problem{Code: CodeParse, Pos: pos, Field: field,
+			Message: fmt.Sprintf("not a Kubernetes object: %s missing or not a string", missing)})
+		return r
+	}
+	switch kind {
+	case CSVKind:
+		csv := &v1alpha1.ClusterServiceVersion{}
+		if err := manifest.DecodeInto(doc, csv); err != nil {
+			r.problems = append(r.problems, parseProblem(fmt.Errorf("decoding ClusterServiceVersion: %w", err), doc.Pos()))
+			return r
+		}
+		r.csv = &CSV{Doc: doc, Obj: csv}
+	case crd.Kind:
+		c, err := crd.Decode(doc)
+		if err != nil {
+			r.problems = append(r.problems, parseProblem(fmt.Errorf("decoding CustomResourceDefinition: %w", err), doc.Pos()))
+			return r
+		}
+		r.crd = c
+	}
+	return r
 }
 
 func isManifestName(name string) bool {
@@ -386,6 +485,8 @@ func hasCSVParseProblem(ps []Problem) bool {
 	return false
 }
 
+// loadFile reads one manifest file: its first document is what OLM sees
+// (the others are a problem of the file), checked and decoded by add.
 func (b *Bundle) loadFile(fsys FS, file, rootReal string, lim manifest.Limits) (r fileResult) {
 	tmp := &Bundle{}
 	data, ok := tmp.readFile(fsys, file, rootReal, lim)
@@ -409,46 +510,7 @@ func (b *Bundle) loadFile(fsys FS, file, rootReal string, lim manifest.Limits) (
 		r.problems = append(r.problems, Problem{Code: CodeMultiDocument, Pos: docs[1].Pos(),
 			Message: fmt.Sprintf("%d more YAML %s after the first; OLM reads only the first document of a manifest file and ignores the rest", len(docs)-1, map[bool]string{true: "document", false: "documents"}[len(docs) == 2])})
 	}
-	doc := docs[0]
-	obj := doc.Object()
-	if obj == nil {
-		r.problems = append(r.problems, Problem{Code: CodeParse, Pos: doc.Pos(),
-			Message: "not a Kubernetes object: the document is not a mapping"})
-		return r
-	}
-	apiVersion, _ := obj["apiVersion"].(string)
-	kind, _ := obj["kind"].(string)
-	if apiVersion == "" || kind == "" {
-		missing := "apiVersion"
-		field := "apiVersion"
-		if kind == "" {
-			missing, field = "kind", "kind"
-			if apiVersion == "" {
-				missing = "apiVersion and kind"
-			}
-		}
-		pos, _ := doc.Locate(manifest.NewPath(field))
-		r.problems = append(r.problems, Problem{Code: CodeParse, Pos: pos, Field: field,
-			Message: fmt.Sprintf("not a Kubernetes object: %s missing or not a string", missing)})
-		return r
-	}
-	r.doc = doc
-	switch kind {
-	case CSVKind:
-		csv := &v1alpha1.ClusterServiceVersion{}
-		if err := manifest.DecodeInto(doc, csv); err != nil {
-			r.problems = append(r.problems, parseProblem(fmt.Errorf("decoding ClusterServiceVersion: %w", err), doc.Pos()))
-			return r
-		}
-		r.csv = &CSV{Doc: doc, Obj: csv}
-	case crd.Kind:
-		c, err := crd.Decode(doc)
-		if err != nil {
-			r.problems = append(r.problems, parseProblem(fmt.Errorf("decoding CustomResourceDefinition: %w", err), doc.Pos()))
-			return r
-		}
-		r.crd = c
-	}
+	r.doc = docs[0]
 	return r
 }
 

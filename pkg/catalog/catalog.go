@@ -8,7 +8,6 @@ package catalog
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,12 +20,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/statuscheck/statuscheck/pkg/bundle"
-	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -151,13 +148,16 @@ func Walk(ctx context.Context, path string, visit Visit, progress func(int)) (St
 }
 
 // fromMeta builds a bundle from an olm.bundle meta's olm.bundle.object
-// properties; nil when it carries none.
+// properties, with bundle.FromDocuments as the directory loader does, so
+// an entry gets every check a bundle directory gets; nil when it carries
+// no objects.
 func fromMeta(file string, meta *declcfg.Meta) (*bundle.Bundle, error) {
 	var db declcfg.Bundle
 	if err := json.Unmarshal(meta.Blob, &db); err != nil {
 		return nil, fmt.Errorf("%s: olm.bundle %q: %w", file, meta.Name, err)
 	}
-	b := &bundle.Bundle{Path: file, Root: filepath.Dir(file), ManifestsDir: filepath.Dir(file)}
+	var docs []*manifest.Document
+	var problems []bundle.Problem
 	objects := 0
 	for i, p := range db.Properties {
 		if p.Type != property.TypeBundleObject {
@@ -167,44 +167,25 @@ func fromMeta(file string, meta *declcfg.Meta) (*bundle.Bundle, error) {
 		var obj property.BundleObject
 		where := fmt.Sprintf("%s[%s].olm.bundle.object[%d]", file, db.Name, i)
 		if err := json.Unmarshal(p.Value, &obj); err != nil {
-			b.Problems = append(b.Problems, bundle.Problem{Code: bundle.CodeParse, Pos: manifest.Position{File: where},
+			problems = append(problems, bundle.Problem{Code: bundle.CodeParse, Pos: manifest.Position{File: where},
 				Message: fmt.Sprintf("olm.bundle.object is not {\"data\": BASE64}: %v", err)})
 			continue
 		}
-		docs, err := manifest.Parse(where, obj.Data, manifest.DefaultLimits)
-		if err != nil || len(docs) == 0 {
+		parsed, err := manifest.Parse(where, obj.Data, manifest.DefaultLimits)
+		if err != nil || len(parsed) == 0 {
 			msg := "empty olm.bundle.object"
 			if err != nil {
 				msg = err.Error()
 			}
-			b.Problems = append(b.Problems, bundle.Problem{Code: bundle.CodeParse, Pos: manifest.Position{File: where}, Message: msg})
+			problems = append(problems, bundle.Problem{Code: bundle.CodeParse, Pos: manifest.Position{File: where}, Message: msg})
 			continue
 		}
-		doc := docs[0]
-		b.Objects = append(b.Objects, doc)
-		switch kind, _ := doc.Object()["kind"].(string); kind {
-		case bundle.CSVKind:
-			csv := &v1alpha1.ClusterServiceVersion{}
-			if err := manifest.DecodeInto(doc, csv); err != nil {
-				b.Problems = append(b.Problems, bundle.Problem{Code: bundle.CodeParse, Pos: doc.Pos(), Message: err.Error()})
-				continue
-			}
-			b.CSVs = append(b.CSVs, &bundle.CSV{Doc: doc, Obj: csv})
-		case crd.Kind:
-			c, err := crd.Decode(doc)
-			if err != nil {
-				b.Problems = append(b.Problems, bundle.Problem{Code: bundle.CodeParse, Pos: doc.Pos(), Message: err.Error()})
-				continue
-			}
-			b.CRDs = append(b.CRDs, c)
-		}
+		docs = append(docs, parsed[0])
 	}
 	if objects == 0 {
 		return nil, nil
 	}
-	if len(b.CSVs) == 0 && !bytes.Contains(meta.Blob, []byte("ClusterServiceVersion")) {
-		b.Problems = append(b.Problems, bundle.Problem{Code: bundle.CodeCSVMissing, Pos: manifest.Position{File: file},
-			Message: fmt.Sprintf("olm.bundle %s carries objects but no ClusterServiceVersion", db.Name)})
-	}
+	b := bundle.FromDocuments(file, docs, nil)
+	b.Problems = append(problems, b.Problems...)
 	return b, nil
 }

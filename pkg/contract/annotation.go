@@ -1,128 +1,29 @@
-// Package contract holds the status-source contract of docs/contract.md: the
-// operatorframework.io/status-source annotation and its strict parser, the
-// condition model, and the gate that decides whether an upgrade may proceed
-// (OLM's isOperatorUpgradeable and the stricter and older variants).
+// Package contract holds the meaning of the status-source contract of
+// docs/contract.md: the strict parser and the value checks of the
+// operatorframework.io/status-source annotation (its type is
+// api/v1alpha1's StatusSource), the condition model, the observation the
+// gate reads (ObservationFrom an unstructured object), and the gate of
+// every policy and handshake (OLM's isOperatorUpgradeable, the stricter and
+// older variants, and the RequestAck verdict).
 //
-// validate, generate and simulate all read the contract from here, so the
-// three commands can never disagree about what an annotation means.
+// It does no I/O and holds no state: validate, generate, simulate, record
+// and the bridge all decide with these functions, so they can never
+// disagree about what an annotation means or what the gate says.
 package contract
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/strict"
 )
-
-const (
-	// AnnotationKey is the CSV annotation that declares the status source.
-	AnnotationKey = "operatorframework.io/status-source"
-	// InitializationResourceKey is OLM's annotation naming the CR the
-	// console offers to create after install.
-	InitializationResourceKey = "operatorframework.io/initialization-resource"
-	// DefaultRequestAnnotation is the annotation the seed's RequestAck flow
-	// writes its token to.
-	DefaultRequestAnnotation = "operatorframework.io/upgrade-request"
-)
-
-// WhenAbsent is the verdict while the status-source CR does not exist.
-type WhenAbsent string
-
-const (
-	// WhenAbsentAllow is the default, as OLM allows when no OperatorCondition exists.
-	WhenAbsentAllow WhenAbsent = "Allow"
-	// WhenAbsentBlock blocks until the CR exists.
-	WhenAbsentBlock WhenAbsent = "Block"
-)
-
-// HandshakeMode selects the lock flow of docs/contract.md section 6.
-type HandshakeMode string
-
-const (
-	// HandshakeNone: freshness is the only lock.
-	HandshakeNone HandshakeMode = "None"
-	// HandshakeOperatorCondition: the operator mirrors Upgradeable into its
-	// OperatorCondition and OLM's status copy commits the lock.
-	HandshakeOperatorCondition HandshakeMode = "OperatorCondition"
-	// HandshakeRequestAck: OLM writes a token, the operator answers it.
-	HandshakeRequestAck HandshakeMode = "RequestAck"
-)
-
-// StatusSource is the value of the status-source annotation.
-type StatusSource struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Name       string     `json:"name"`
-	Namespace  string     `json:"namespace,omitempty"`
-	Conditions []string   `json:"conditions,omitempty"`
-	WhenAbsent WhenAbsent `json:"whenAbsent,omitempty"`
-	Handshake  *Handshake `json:"handshake,omitempty"`
-}
-
-// Handshake is the request/acknowledge lock.
-type Handshake struct {
-	Mode    HandshakeMode     `json:"mode"`
-	Request *HandshakeRequest `json:"request,omitempty"`
-	Ack     *HandshakeAck     `json:"ack,omitempty"`
-}
-
-// HandshakeRequest says where OLM writes its token: exactly one field is set.
-type HandshakeRequest struct {
-	SpecPath   string `json:"specPath,omitempty"`
-	Annotation string `json:"annotation,omitempty"`
-}
-
-// HandshakeAck says where the operator echoes the token it answered.
-type HandshakeAck struct {
-	StatusPath string `json:"statusPath,omitempty"`
-}
-
-// GroupVersion parses APIVersion.
-func (s *StatusSource) GroupVersion() schema.GroupVersion {
-	gv, _ := schema.ParseGroupVersion(s.APIVersion)
-	return gv
-}
-
-// ConditionTypes returns the condition types the gate reads, with the
-// default applied.
-func (s *StatusSource) ConditionTypes() []string {
-	if len(s.Conditions) == 0 {
-		return []string{ConditionUpgradeable}
-	}
-	return s.Conditions
-}
-
-// Absent returns the verdict while the CR does not exist, default applied.
-func (s *StatusSource) Absent() WhenAbsent {
-	if s.WhenAbsent == "" {
-		return WhenAbsentAllow
-	}
-	return s.WhenAbsent
-}
-
-// Mode returns the handshake mode, None when absent.
-func (s *StatusSource) Mode() HandshakeMode {
-	if s.Handshake == nil || s.Handshake.Mode == "" {
-		return HandshakeNone
-	}
-	return s.Handshake.Mode
-}
-
-// Marshal renders the annotation value: compact JSON with fields in the
-// order of the contract's table.
-func (s *StatusSource) Marshal() string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return strings.TrimSuffix(b.String(), "\n")
-}
 
 // Problem is one thing wrong with an annotation value.
 type Problem struct {
@@ -140,50 +41,130 @@ func (p Problem) String() string {
 	return p.Field + ": " + p.Message
 }
 
-// Parse decodes an annotation value strictly: exact-case field names,
-// no unknown or repeated fields, the right JSON types, required fields set
-// and every value in range. A typo must not silently disable the gate, so
-// anything doubtful is a Problem. The StatusSource is returned whenever the
-// JSON decoded, even with problems, so later checks can still run.
-func Parse(value string) (*StatusSource, []Problem) {
-	var p parser
-	raw, ok := p.object("", []byte(value), []string{"apiVersion", "kind", "name", "namespace", "conditions", "whenAbsent", "handshake"})
-	if !ok {
-		return nil, p.problems
+// Parse decodes an annotation value strictly (internal/strict, which is
+// sigs.k8s.io/json's strict decoding: exact-case field names, no unknown
+// or repeated fields, the right JSON types), then checks that the
+// required fields are set and every value is in range. A typo must not
+// silently disable the gate, so anything doubtful is a Problem. The
+// StatusSource is returned whenever the value is a JSON object, even with
+// problems, so later checks can still run.
+func Parse(value string) (*v1alpha1.StatusSource, []Problem) {
+	data := []byte(value)
+	trimmed := bytes.TrimSpace(data)
+	switch {
+	case len(trimmed) == 0:
+		return nil, []Problem{{Message: "the annotation value is not JSON: the value is empty"}}
+	case trimmed[0] != '{':
+		var v interface{}
+		if err := json.Unmarshal(trimmed, &v); err != nil {
+			return nil, []Problem{{Message: "the annotation value is not JSON: " + syntaxMessage(err, trimmed)}}
+		}
+		return nil, []Problem{{Message: "the annotation value must be a JSON object, not " + Describe(v)}}
 	}
-	s := &StatusSource{}
-	s.APIVersion = p.str(raw, "", "apiVersion")
-	s.Kind = p.str(raw, "", "kind")
-	s.Name = p.str(raw, "", "name")
-	s.Namespace = p.str(raw, "", "namespace")
-	s.WhenAbsent = WhenAbsent(p.str(raw, "", "whenAbsent"))
-	if v, ok := raw["conditions"]; ok && !isNull(v) {
-		if err := json.Unmarshal(v, &s.Conditions); err != nil {
-			s.Conditions = nil
-			p.add("conditions", "must be a list of condition type strings")
-		} else if len(s.Conditions) == 0 {
-			p.add("conditions", "must not be empty; leave it out to read only Upgradeable")
+	s := &v1alpha1.StatusSource{}
+	var ps []Problem
+	reported := map[string]bool{}
+	for _, e := range strict.Unmarshal(data, s) {
+		switch e.Kind {
+		case strict.Syntax:
+			return nil, []Problem{{Message: syntaxProblem(data, e.Err)}}
+		case strict.Unknown:
+			msg := fmt.Sprintf("unknown field %q", e.Field())
+			if e.Suggestion != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", e.Suggestion)
+			}
+			ps = append(ps, Problem{Field: e.Path, Message: fmt.Sprintf("%s; known fields: %s", msg, strings.Join(e.Known, ", "))})
+		case strict.Duplicate:
+			ps = append(ps, Problem{Field: e.Path, Message: "is given twice"})
+		case strict.Type:
+			ps = append(ps, Problem{Field: e.Path, Message: typeMessage(data, e)})
+			reported[e.Path] = true
+			if e.Path == "conditions" {
+				s.Conditions = nil // what decoded of a bad list means nothing
+			}
 		}
 	}
-	if v, ok := raw["handshake"]; ok && !isNull(v) {
-		s.Handshake = p.handshake(v)
-	}
-	reported := map[string]bool{}
-	for _, pr := range p.problems {
-		reported[pr.Field] = true
+	if s.Conditions != nil && len(s.Conditions) == 0 {
+		ps = append(ps, Problem{Field: "conditions", Message: "must not be empty; leave it out to read only Upgradeable"})
 	}
 	for _, pr := range Check(s) {
 		if pr.Message == "is required" && reported[pr.Field] {
 			continue // "must be a string" already said it
 		}
-		p.problems = append(p.problems, pr)
+		ps = append(ps, pr)
 	}
-	return s, p.problems
+	return s, ps
+}
+
+// syntaxProblem says why a value that starts like an object is not JSON:
+// cut short, or followed by more text.
+func syntaxProblem(data []byte, err error) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var first json.RawMessage
+	if dec.Decode(&first) == nil {
+		return "unexpected text after the JSON object"
+	}
+	return "the annotation value is not JSON: " + syntaxMessage(err, data)
+}
+
+func syntaxMessage(err error, data []byte) string {
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if strings.Contains(msg, "unexpected end of JSON input") {
+		return "unexpected end of the value"
+	}
+	if ok, off := sigsjson.SyntaxErrorOffset(err); ok {
+		return fmt.Sprintf("%s at offset %d", msg, off)
+	}
+	return msg
+}
+
+// typeMessage says what a mistyped field should have been, quoting what
+// it was.
+func typeMessage(data []byte, e *strict.Error) string {
+	if e.Path == "conditions" {
+		return "must be a list of condition type strings"
+	}
+	got := "a " + e.Got
+	var obj map[string]interface{}
+	if sigsjson.UnmarshalCaseSensitivePreserveInts(data, &obj) == nil {
+		var cur interface{} = obj
+		for _, f := range strings.Split(e.Path, ".") {
+			m, _ := cur.(map[string]interface{})
+			cur = m[f]
+		}
+		if raw, err := json.Marshal(cur); err == nil && cur != nil {
+			got = string(raw)
+		}
+	}
+	switch e.Want {
+	case "string", "v1alpha1.WhenAbsent", "v1alpha1.HandshakeMode":
+		return "must be a string, not " + got
+	}
+	return "must be a JSON object, not " + got
+}
+
+// Describe names the JSON kind of a decoded value for messages ("a list").
+func Describe(v interface{}) string {
+	switch v.(type) {
+	case []interface{}:
+		return "a list"
+	case map[string]interface{}:
+		return "an object"
+	case string:
+		return "a string"
+	case float64, int64, json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // Check validates the values of a decoded StatusSource (Parse calls it; so
 // does generate before it writes anything).
-func Check(s *StatusSource) []Problem {
+func Check(s *v1alpha1.StatusSource) []Problem {
 	var ps []Problem
 	add := func(field, format string, args ...interface{}) {
 		ps = append(ps, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
@@ -250,7 +231,7 @@ func Check(s *StatusSource) []Problem {
 		}
 	}
 	switch s.WhenAbsent {
-	case "", WhenAbsentAllow, WhenAbsentBlock:
+	case "", v1alpha1.WhenAbsentAllow, v1alpha1.WhenAbsentBlock:
 	default:
 		add("whenAbsent", "%q is not one of Allow, Block", s.WhenAbsent)
 	}
@@ -260,18 +241,18 @@ func Check(s *StatusSource) []Problem {
 	return ps
 }
 
-func checkHandshake(h *Handshake, add func(field, format string, args ...interface{})) {
+func checkHandshake(h *v1alpha1.Handshake, add func(field, format string, args ...interface{})) {
 	switch h.Mode {
 	case "":
 		add("handshake.mode", "is required: one of None, OperatorCondition, RequestAck")
-	case HandshakeNone, HandshakeOperatorCondition:
+	case v1alpha1.HandshakeNone, v1alpha1.HandshakeOperatorCondition:
 		if h.Request != nil {
 			add("handshake.request", "applies only to mode RequestAck, not %s", h.Mode)
 		}
 		if h.Ack != nil {
 			add("handshake.ack", "applies only to mode RequestAck, not %s", h.Mode)
 		}
-	case HandshakeRequestAck:
+	case v1alpha1.HandshakeRequestAck:
 		if h.Request == nil {
 			add("handshake.request", `is required for RequestAck: {"specPath": ".spec.FIELD"} or {"annotation": "KEY"}`)
 		}
@@ -303,16 +284,11 @@ func checkHandshake(h *Handshake, add func(field, format string, args ...interfa
 	}
 }
 
-// FieldPath splits ".spec.upgradeRequest" into its field names.
-func FieldPath(p string) []string {
-	return strings.Split(strings.TrimPrefix(p, "."), ".")
-}
-
 func checkFieldPath(p, root string) string {
 	if !strings.HasPrefix(p, "."+root+".") {
 		return fmt.Sprintf("%q must start with .%s.", p, root)
 	}
-	for _, f := range FieldPath(p)[1:] {
+	for _, f := range v1alpha1.FieldPath(p)[1:] {
 		if f == "" || strings.ContainsAny(f, "[]*\"' ") {
 			return fmt.Sprintf("%q is not a path of field names like .%s.field.sub", p, root)
 		}
@@ -330,193 +306,4 @@ func isKind(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
-
-// parser decodes JSON objects with exact, known, unrepeated keys.
-type parser struct{ problems []Problem }
-
-func (p *parser) add(field, format string, args ...interface{}) {
-	p.problems = append(p.problems, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
-}
-
-func join(prefix, field string) string {
-	if prefix == "" {
-		return field
-	}
-	return prefix + "." + field
-}
-
-// object decodes one JSON object into its raw members, reporting unknown
-// and repeated keys. It fails only when data is not a JSON object.
-func (p *parser) object(prefix string, data []byte, known []string) (map[string]json.RawMessage, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	what := "the annotation value"
-	if prefix != "" {
-		what = prefix
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		p.add(prefix, "%s is not JSON: %v", what, jsonErr(err, data))
-		return nil, false
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		p.add(prefix, "%s must be a JSON object, not %s", what, describe(tok))
-		return nil, false
-	}
-	out := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			p.add(prefix, "%s is not JSON: %v", what, jsonErr(err, data))
-			return nil, false
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			p.add(prefix, "%s is not JSON: %v", what, jsonErr(err, data))
-			return nil, false
-		}
-		switch {
-		case !contains(known, key):
-			msg := fmt.Sprintf("unknown field %q", key)
-			if s := closest(key, known); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			p.add(join(prefix, key), "%s; known fields: %s", msg, strings.Join(known, ", "))
-		case out[key] != nil:
-			p.add(join(prefix, key), "is given twice")
-		default:
-			out[key] = raw
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		p.add(prefix, "%s is not JSON: %v", what, jsonErr(err, data))
-		return nil, false
-	}
-	if prefix == "" {
-		if tok, err := dec.Token(); err == nil {
-			p.add("", "unexpected %s after the JSON object", describe(tok))
-		} else if !errors.Is(err, io.EOF) {
-			p.add("", "unexpected text after the JSON object: %v", jsonErr(err, data))
-		}
-	}
-	return out, true
-}
-
-func (p *parser) str(raw map[string]json.RawMessage, prefix, key string) string {
-	v, ok := raw[key]
-	if !ok || isNull(v) {
-		return ""
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		p.add(join(prefix, key), "must be a string, not %s", string(bytes.TrimSpace(v)))
-		return ""
-	}
-	return s
-}
-
-func (p *parser) handshake(data json.RawMessage) *Handshake {
-	raw, ok := p.object("handshake", data, []string{"mode", "request", "ack"})
-	if !ok {
-		return nil
-	}
-	h := &Handshake{Mode: HandshakeMode(p.str(raw, "handshake", "mode"))}
-	if v, ok := raw["request"]; ok && !isNull(v) {
-		if r, ok := p.object("handshake.request", v, []string{"specPath", "annotation"}); ok {
-			h.Request = &HandshakeRequest{
-				SpecPath:   p.str(r, "handshake.request", "specPath"),
-				Annotation: p.str(r, "handshake.request", "annotation"),
-			}
-		}
-	}
-	if v, ok := raw["ack"]; ok && !isNull(v) {
-		if a, ok := p.object("handshake.ack", v, []string{"statusPath"}); ok {
-			h.Ack = &HandshakeAck{StatusPath: p.str(a, "handshake.ack", "statusPath")}
-		}
-	}
-	return h
-}
-
-func jsonErr(err error, data []byte) error {
-	if se, ok := err.(*json.SyntaxError); ok {
-		return fmt.Errorf("%s at offset %d", se.Error(), se.Offset)
-	}
-	if err.Error() == "EOF" || err.Error() == "unexpected EOF" {
-		if len(bytes.TrimSpace(data)) == 0 {
-			return fmt.Errorf("the value is empty")
-		}
-		return fmt.Errorf("unexpected end of the value")
-	}
-	return err
-}
-
-func describe(tok json.Token) string {
-	switch t := tok.(type) {
-	case json.Delim:
-		if t == '[' {
-			return "a list"
-		}
-		return fmt.Sprintf("%q", string(t))
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%v", tok)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// closest suggests a known field for a misspelt one: the same name in
-// another case, or one within two edits.
-func closest(s string, known []string) string {
-	best, bestD := "", 3
-	cands := append([]string(nil), known...)
-	sort.Strings(cands)
-	for _, k := range cands {
-		if strings.EqualFold(k, s) {
-			return k
-		}
-		if d := Levenshtein(strings.ToLower(k), strings.ToLower(s)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// Levenshtein is the edit distance between a and b.
-func Levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

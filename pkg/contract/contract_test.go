@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 )
 
 const base = `"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"`
@@ -77,14 +79,14 @@ func TestDefaultsAndMarshal(t *testing.T) {
 	s, problems := Parse(`{` + base + `}`)
 	require.Empty(t, problems)
 	assert.Equal(t, []string{"Upgradeable"}, s.ConditionTypes())
-	assert.Equal(t, WhenAbsentAllow, s.Absent())
-	assert.Equal(t, HandshakeNone, s.Mode())
+	assert.Equal(t, v1alpha1.WhenAbsentAllow, s.Absent())
+	assert.Equal(t, v1alpha1.HandshakeNone, s.Mode())
 	assert.Equal(t, "hco.kubevirt.io", s.GroupVersion().Group)
 	assert.Equal(t, "v1beta1", s.GroupVersion().Version)
 	assert.Equal(t, `{`+base+`}`, s.Marshal())
 
-	full := &StatusSource{APIVersion: "a.io/v1", Kind: "K", Name: "n", Namespace: "ns", Conditions: []string{"Upgradeable"},
-		WhenAbsent: WhenAbsentBlock, Handshake: &Handshake{Mode: HandshakeRequestAck, Request: &HandshakeRequest{SpecPath: ".spec.r"}, Ack: &HandshakeAck{StatusPath: ".status.a"}}}
+	full := &v1alpha1.StatusSource{APIVersion: "a.io/v1", Kind: "K", Name: "n", Namespace: "ns", Conditions: []string{"Upgradeable"},
+		WhenAbsent: v1alpha1.WhenAbsentBlock, Handshake: &v1alpha1.Handshake{Mode: v1alpha1.HandshakeRequestAck, Request: &v1alpha1.HandshakeRequest{SpecPath: ".spec.r"}, Ack: &v1alpha1.HandshakeAck{StatusPath: ".status.a"}}}
 	assert.Equal(t, `{"apiVersion":"a.io/v1","kind":"K","name":"n","namespace":"ns","conditions":["Upgradeable"],"whenAbsent":"Block","handshake":{"mode":"RequestAck","request":{"specPath":".spec.r"},"ack":{"statusPath":".status.a"}}}`, full.Marshal())
 	back, problems := Parse(full.Marshal())
 	require.Empty(t, problems)
@@ -103,15 +105,15 @@ func TestNearMiss(t *testing.T) {
 func gen(n int64) *int64 { return &n }
 
 func TestGate(t *testing.T) {
-	src := &StatusSource{APIVersion: "a.io/v1", Kind: "K", Name: "n"}
-	block := &StatusSource{APIVersion: "a.io/v1", Kind: "K", Name: "n", WhenAbsent: WhenAbsentBlock}
-	two := &StatusSource{APIVersion: "a.io/v1", Kind: "K", Name: "n", Conditions: []string{"Upgradeable", "Ready"}}
+	src := &v1alpha1.StatusSource{APIVersion: "a.io/v1", Kind: "K", Name: "n"}
+	block := &v1alpha1.StatusSource{APIVersion: "a.io/v1", Kind: "K", Name: "n", WhenAbsent: v1alpha1.WhenAbsentBlock}
+	two := &v1alpha1.StatusSource{APIVersion: "a.io/v1", Kind: "K", Name: "n", Conditions: []string{"Upgradeable", "Ready"}}
 	up := func(status string, og *int64) Condition {
 		return Condition{Type: ConditionUpgradeable, Status: status, ObservedGeneration: og}
 	}
 	tests := []struct {
 		name   string
-		src    *StatusSource
+		src    *v1alpha1.StatusSource
 		obs    Observation
 		olm    Verdict
 		strict Verdict

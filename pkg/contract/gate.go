@@ -2,12 +2,18 @@ package contract
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
+	"github.com/statuscheck/statuscheck/internal/strict"
 )
 
-// ConditionUpgradeable is the condition type OLM gates upgrades on
-// (operatorsv1.Upgradeable in operator-framework/api).
-const ConditionUpgradeable = "Upgradeable"
+// ConditionUpgradeable is the condition type OLM gates upgrades on.
+const ConditionUpgradeable = v1alpha1.ConditionUpgradeable
 
 // Condition statuses, as metav1.ConditionStatus spells them.
 const (
@@ -24,7 +30,7 @@ func IsNearMiss(t string) bool {
 		return false
 	}
 	l := strings.ToLower(t)
-	return l == "upgradeable" || l == "upgradable" || Levenshtein(l, "upgradeable") <= 2
+	return l == "upgradeable" || l == "upgradable" || strict.Levenshtein(l, "upgradeable") <= 2
 }
 
 // Condition is one entry of .status.conditions (or of an OperatorCondition's
@@ -49,14 +55,68 @@ func Find(conds []Condition, t string) *Condition {
 	return nil
 }
 
+// ReadConditions reads a list of conditions leniently, as a recording
+// holds what an operator wrote, right or wrong, and the gate must see what
+// OLM would: entries that are not objects are skipped, an unquoted YAML
+// boolean status reads as True or False. duplicate names the first type
+// that appears twice.
+func ReadConditions(list []interface{}) (conds []Condition, duplicate string) {
+	conds = make([]Condition, 0, len(list))
+	seen := map[string]bool{}
+	for _, item := range list {
+		m, ok := item.(map[string]interface{})
+		if !ok {
+			continue
+		}
+		c := Condition{}
+		c.Type, _ = m["type"].(string)
+		switch s := m["status"].(type) {
+		case string:
+			c.Status = s
+		case bool:
+			// An unquoted True in YAML is a boolean; Kubernetes would
+			// reject it for a string field, but the trace recorded it.
+			c.Status = map[bool]string{true: StatusTrue, false: StatusFalse}[s]
+		default:
+			c.Status = fmt.Sprint(m["status"])
+		}
+		c.Reason, _ = m["reason"].(string)
+		c.Message, _ = m["message"].(string)
+		if g, ok := jsonobj.Int(m["observedGeneration"]); ok {
+			c.ObservedGeneration = &g
+		}
+		if seen[c.Type] && duplicate == "" {
+			duplicate = c.Type
+		}
+		seen[c.Type] = true
+		conds = append(conds, c)
+	}
+	return conds, duplicate
+}
+
+// ReadStatus reads what the gate needs of a .status: its conditions,
+// status.observedGeneration (nil if absent) and the first duplicated
+// condition type.
+func ReadStatus(status map[string]interface{}) (conds []Condition, statusOG *int64, duplicate string) {
+	if status == nil {
+		return nil, nil, ""
+	}
+	if g, ok := jsonobj.Int(status["observedGeneration"]); ok {
+		statusOG = &g
+	}
+	list, _ := status["conditions"].([]interface{})
+	conds, duplicate = ReadConditions(list)
+	return conds, statusOG, duplicate
+}
+
 // Verdict is the gate's answer.
-type Verdict string
+type Verdict = v1alpha1.Verdict
 
 const (
 	// Allow lets the upgrade proceed.
-	Allow Verdict = "Allow"
+	Allow = v1alpha1.Allow
 	// Block holds it.
-	Block Verdict = "Block"
+	Block = v1alpha1.Block
 )
 
 // Decision is a verdict with its reason.
@@ -78,20 +138,32 @@ const (
 	PolicyNaive Policy = "naive"
 )
 
+// NumPolicies is how many policies there are: the size of per-policy
+// tables that must stay values (simulate's State).
+const NumPolicies = 3
+
 // Policies lists every policy in display order.
 func Policies() []Policy { return []Policy{PolicyOLM, PolicyStrict, PolicyNaive} }
 
+// Index is the policy's place in Policies (-1 for an unknown one).
+func (p Policy) Index() int {
+	for i, q := range Policies() {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range Policies() {
-		if string(p) == s {
-			return p, nil
-		}
+	if p := Policy(s); p.Index() >= 0 {
+		return p, nil
 	}
 	return "", fmt.Errorf("unknown policy %q (want olm, strict or naive)", s)
 }
 
-// Observation is what the gate sees at one moment.
+// Observation is what the gate sees of one object at one moment.
 type Observation struct {
 	// Exists is false while the object does not exist.
 	Exists bool
@@ -106,6 +178,58 @@ type Observation struct {
 	// Overrides are the OperatorCondition's spec.overrides, which an admin
 	// sets to force the verdict.
 	Overrides []Condition
+	// Echo is the token the operator echoes at the RequestAck handshake's
+	// ack.statusPath ("" when there is none).
+	Echo string
+}
+
+// ObservationFrom reads what the gate sees of a status-source CR (nil:
+// it does not exist). src gives the ack path of a RequestAck handshake;
+// the OperatorCondition's overrides are not on the CR and are left to the
+// caller.
+func ObservationFrom(u *unstructured.Unstructured, src *v1alpha1.StatusSource) Observation {
+	if u == nil {
+		return Observation{}
+	}
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	o := Observation{Exists: true, Generation: u.GetGeneration()}
+	o.Conditions, o.StatusObservedGeneration, _ = ReadStatus(status)
+	if src != nil {
+		o.Echo = EchoOf(status, src)
+	}
+	return o
+}
+
+// OperatorConditionObservation reads what OLM's isOperatorUpgradeable
+// sees of an OperatorCondition (nil: none exists): status.conditions with
+// their own observedGeneration only, and spec.overrides.
+func OperatorConditionObservation(u *unstructured.Unstructured) Observation {
+	if u == nil {
+		return Observation{}
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	overrides, _, _ := unstructured.NestedSlice(u.Object, "spec", "overrides")
+	o := Observation{Exists: true, Generation: u.GetGeneration()}
+	o.Conditions, _ = ReadConditions(conds)
+	o.Overrides, _ = ReadConditions(overrides)
+	return o
+}
+
+// EchoOf reads the token echoed at src's ack.statusPath in a status ("" when
+// there is no ack path or no echo), as its text.
+func EchoOf(status map[string]interface{}, src *v1alpha1.StatusSource) string {
+	p := src.AckPath()
+	if p == nil {
+		return ""
+	}
+	v, ok, _ := unstructured.NestedFieldNoCopy(status, p[1:]...)
+	if !ok || v == nil {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
 }
 
 // Freshness of a condition against the object's generation.
@@ -143,6 +267,36 @@ func (o Observation) Freshness(c *Condition) Freshness {
 	return Fresh
 }
 
+// Request is the RequestAck handshake's standing request, as OLM knows it.
+type Request struct {
+	// Standing is set from OLM's request until the upgrade it was for.
+	Standing bool
+	// Token counts the requests made; Value is the token as written.
+	Token int64
+	Value string
+	// Generation is the CR's metadata.generation right after the request
+	// was written.
+	Generation int64
+}
+
+// Decide is the gate of policy p for a status source, whatever its
+// handshake (docs/contract.md sections 3, 5 and 6): in the
+// OperatorCondition flow OLM's own gate on the OperatorCondition oc; under
+// RequestAck (but for naive, which reads the condition) the answer to the
+// standing request req; else the gate on the CR cr.
+func Decide(p Policy, src *v1alpha1.StatusSource, cr, oc Observation, req Request) Decision {
+	switch src.Mode() {
+	case v1alpha1.HandshakeOperatorCondition:
+		// OLM's own flow: isOperatorUpgradeable on the OperatorCondition.
+		return Gate(p, nil, oc)
+	case v1alpha1.HandshakeRequestAck:
+		if p != PolicyNaive {
+			return RequestAckGate(p, src, cr, req)
+		}
+	}
+	return Gate(p, src, cr)
+}
+
 // Gate evaluates policy p for the condition types of src (nil src means
 // OLM's own OperatorCondition: Upgradeable only, allowed while absent).
 //
@@ -162,9 +316,9 @@ func (o Observation) Freshness(c *Condition) Freshness {
 // status.observedGeneration (the contract's extension; OLM's
 // metav1.Condition reads an absent one as 0, which never equals a
 // generation, so both block).
-func Gate(p Policy, src *StatusSource, o Observation) Decision {
+func Gate(p Policy, src *v1alpha1.StatusSource, o Observation) Decision {
 	if !o.Exists {
-		if src != nil && src.Absent() == WhenAbsentBlock {
+		if src != nil && src.Absent() == v1alpha1.WhenAbsentBlock {
 			return Decision{Block, "status source does not exist (whenAbsent: Block)"}
 		}
 		return Decision{Allow, "status source does not exist (whenAbsent: Allow)"}
@@ -186,6 +340,51 @@ func Gate(p Policy, src *StatusSource, o Observation) Decision {
 		allowed = append(allowed, d.Reason)
 	}
 	return Decision{Allow, strings.Join(allowed, "; ")}
+}
+
+// RequestAckGate allows once the standing request is answered True, as
+// far as OLM can see: through the spec field's generation (a report for a
+// generation at least the request's), or the echoed token. With an
+// annotation request and no echo, OLM cannot tell an answer from an old
+// report and falls back to freshness, which is the seed's flaw
+// (docs/contract.md section 6). RequestAck is the contract's proposal:
+// OLM v0 implements only the OperatorCondition flow.
+func RequestAckGate(p Policy, src *v1alpha1.StatusSource, o Observation, req Request) Decision {
+	if !o.Exists {
+		return Gate(p, src, o)
+	}
+	if d, ok := Override(o.Overrides); ok {
+		return d
+	}
+	if !req.Standing {
+		return Decision{Block, "no upgrade request stands"}
+	}
+	r := src.Request()
+	if r.Annotation != "" && src.AckPath() == nil {
+		d := Gate(p, src, o)
+		d.Reason = fmt.Sprintf("request %d is an annotation with no echo, so freshness decides: %s", req.Token, d.Reason)
+		return d
+	}
+	var parts []string
+	for _, t := range src.ConditionTypes() {
+		c := Find(o.Conditions, t)
+		if c == nil {
+			return Decision{Block, fmt.Sprintf("request %d unanswered: no %s condition", req.Token, t)}
+		}
+		if r.SpecPath != "" {
+			og := o.ObservedGeneration(c)
+			if og == nil || *og < req.Generation {
+				return Decision{Block, fmt.Sprintf("request %d unanswered: %s=%s is for generation %s, the request is generation %d", req.Token, t, c.Status, FormatGeneration(og), req.Generation)}
+			}
+		} else if o.Echo != req.Value {
+			return Decision{Block, fmt.Sprintf("request %d unanswered: status echoes %q", req.Token, o.Echo)}
+		}
+		if c.Status != StatusTrue {
+			return Decision{Block, fmt.Sprintf("request %d answered %s=%s", req.Token, t, c.Status)}
+		}
+		parts = append(parts, fmt.Sprintf("%s=True", t))
+	}
+	return Decision{Allow, fmt.Sprintf("request %d answered %s", req.Token, strings.Join(parts, ", "))}
 }
 
 // OverridePrefix starts the reason of a decision an admin override made.
@@ -216,7 +415,7 @@ func gateOne(p Policy, o Observation, t string, c *Condition) (Decision, bool) {
 	}
 	state := fmt.Sprintf("%s=%s", t, c.Status)
 	og := o.ObservedGeneration(c)
-	gen := fmt.Sprintf("observedGeneration %s, generation %d", fmtGen(og), o.Generation)
+	gen := fmt.Sprintf("observedGeneration %s, generation %d", FormatGeneration(og), o.Generation)
 	switch p {
 	case PolicyNaive:
 		if c.Status == StatusFalse {
@@ -248,9 +447,19 @@ func gateOne(p Policy, o Observation, t string, c *Condition) (Decision, bool) {
 	}
 }
 
-func fmtGen(g *int64) string {
+// FormatGeneration renders an optional generation ("absent" when nil).
+func FormatGeneration(g *int64) string {
 	if g == nil {
 		return "absent"
 	}
-	return fmt.Sprint(*g)
+	return strconv.FormatInt(*g, 10)
+}
+
+// Describe renders a condition with its freshness for messages: "Upgradeable=True
+// (observedGeneration 3, generation 4)".
+func DescribeCondition(c *Condition, o Observation) string {
+	if c == nil {
+		return "no Upgradeable condition"
+	}
+	return fmt.Sprintf("%s=%s (observedGeneration %s, generation %d)", c.Type, c.Status, FormatGeneration(o.ObservedGeneration(c)), o.Generation)
 }

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
@@ -14,6 +15,13 @@ type ObjectRef struct {
 // APIVersion is GROUP/VERSION (or VERSION for the core group).
 func (r ObjectRef) APIVersion() string {
 	return schema.GroupVersion{Group: r.Group, Version: r.Version}.String()
+}
+
+// RefOf names a decoded object.
+func RefOf(obj map[string]interface{}) ObjectRef {
+	u := unstructured.Unstructured{Object: obj}
+	gvk := schema.FromAPIVersionAndKind(u.GetAPIVersion(), u.GetKind())
+	return ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Name: u.GetName(), Namespace: u.GetNamespace()}
 }
 
 // ParseObjectRef reads an object's apiVersion, kind, name and namespace

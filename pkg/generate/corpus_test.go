@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
-	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -35,12 +35,12 @@ func TestCorpusRoundTrip(t *testing.T) {
 				kind, version = owned[0].Kind, owned[0].Version
 				_, group, _ = strings.Cut(owned[0].Name, ".")
 			}
-			value := (&contract.StatusSource{APIVersion: group + "/" + version, Kind: kind, Name: "the-singleton"}).Marshal()
+			value := (&v1alpha1.StatusSource{APIVersion: group + "/" + version, Kind: kind, Name: "the-singleton"}).Marshal()
 
-			edit, err := SetAnnotation(old, contract.AnnotationKey, value)
+			edit, err := SetAnnotation(old, v1alpha1.AnnotationKey, value)
 			require.NoError(t, err)
 			new := edit.Apply(old)
-			require.NoError(t, Verify(f, old, new, contract.AnnotationKey, value))
+			require.NoError(t, Verify(f, old, new, v1alpha1.AnnotationKey, value))
 
 			_, newCSV, err := parseCSV(f, new)
 			require.NoError(t, err)
@@ -48,12 +48,12 @@ func TestCorpusRoundTrip(t *testing.T) {
 			if want.Annotations == nil {
 				want.Annotations = map[string]string{}
 			}
-			want.Annotations[contract.AnnotationKey] = value
+			want.Annotations[v1alpha1.AnnotationKey] = value
 			assert.Equal(t, want, newCSV, "the typed CSV changes only by the annotation")
 
 			assertOnlyAnnotationLinesFor(t, old, new, value)
 
-			again, err := SetAnnotation(new, contract.AnnotationKey, value)
+			again, err := SetAnnotation(new, v1alpha1.AnnotationKey, value)
 			require.NoError(t, err)
 			assert.Equal(t, string(new), string(again.Apply(new)), "a second run is byte-identical")
 		})
@@ -75,7 +75,7 @@ func assertOnlyAnnotationLinesFor(t *testing.T, old, new []byte, value string) {
 		added = j
 	}
 	require.NotEqual(t, -1, added)
-	assert.Contains(t, newLines[added], contract.AnnotationKey+": ")
+	assert.Contains(t, newLines[added], v1alpha1.AnnotationKey+": ")
 	assert.Contains(t, newLines[added], value)
 }
 
@@ -100,7 +100,7 @@ func FuzzSetAnnotation(f *testing.F) {
 		if _, err := manifest.Parse("in.yaml", data, manifest.DefaultLimits); err != nil {
 			return
 		}
-		edit, err := SetAnnotation(data, contract.AnnotationKey, value)
+		edit, err := SetAnnotation(data, v1alpha1.AnnotationKey, value)
 		if err != nil {
 			return
 		}
@@ -108,19 +108,19 @@ func FuzzSetAnnotation(f *testing.F) {
 			t.Fatalf("edit out of range: %+v", edit)
 		}
 		out := edit.Apply(data)
-		if err := Verify("in.yaml", data, out, contract.AnnotationKey, value); err != nil {
+		if err := Verify("in.yaml", data, out, v1alpha1.AnnotationKey, value); err != nil {
 			// The editor may meet YAML it cannot edit safely; it must then
 			// be Verify that stops it, never a changed file. Record it.
 			t.Fatalf("edit of %q with %q: %v\nresult: %q", data, value, err, out)
 		}
-		again, err := SetAnnotation(out, contract.AnnotationKey, value)
+		again, err := SetAnnotation(out, v1alpha1.AnnotationKey, value)
 		if err != nil {
 			t.Fatalf("second edit failed: %v\non %q", err, out)
 		}
-		if err := Verify("in.yaml", out, again.Apply(out), contract.AnnotationKey, value); err != nil {
+		if err := Verify("in.yaml", out, again.Apply(out), v1alpha1.AnnotationKey, value); err != nil {
 			t.Fatalf("second edit: %v", err)
 		}
 	})
 }
 
-var _ = v1alpha1.ClusterServiceVersion{}
+var _ = operatorsv1alpha1.ClusterServiceVersion{}

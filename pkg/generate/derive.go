@@ -5,10 +5,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
 )
@@ -46,57 +47,11 @@ func (e *AmbiguousError) Error() string {
 
 // Derivation is a status source and where its parts came from.
 type Derivation struct {
-	Source *contract.StatusSource
+	Source *v1alpha1.StatusSource
 	// From says where the CR's identity came from, for the user.
 	From string
 	// Notes are things the user should know about the derivation.
 	Notes []string
-}
-
-// almExamples reads the CSV's alm-examples (a JSON, or in the wild YAML,
-// list of CRs).
-func almExamples(csv *v1alpha1.ClusterServiceVersion) []contract.ObjectRef {
-	raw := csv.Annotations["alm-examples"]
-	if strings.TrimSpace(raw) == "" {
-		return nil
-	}
-	var list []map[string]interface{}
-	if err := yaml.Unmarshal([]byte(raw), &list); err != nil {
-		return nil
-	}
-	var out []contract.ObjectRef
-	for _, item := range list {
-		data, err := yaml.Marshal(item)
-		if err != nil {
-			continue
-		}
-		if e, err := contract.ParseObjectRef(string(data)); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-type ownedKind struct {
-	group, kind string
-	versions    []string
-}
-
-// ownedKinds lists the CSV's owned CRDs by group and kind, in order.
-func ownedKinds(csv *v1alpha1.ClusterServiceVersion) []ownedKind {
-	var out []ownedKind
-	idx := map[string]int{}
-	for _, o := range csv.Spec.CustomResourceDefinitions.Owned {
-		_, group, _ := strings.Cut(o.Name, ".")
-		k := group + "/" + o.Kind
-		if i, ok := idx[k]; ok {
-			out[i].versions = append(out[i].versions, o.Version)
-			continue
-		}
-		idx[k] = len(out)
-		out = append(out, ownedKind{group: group, kind: o.Kind, versions: []string{o.Version}})
-	}
-	return out
 }
 
 func findCRD(crds []*crd.CRD, group, kind string) *crd.CRD {
@@ -113,10 +68,10 @@ func findCRD(crds []*crd.CRD, group, kind string) *crd.CRD {
 // operatorframework.io/initialization-resource when that names an owned CR,
 // else from the only owned CRD and its alm-examples entry. When that still
 // leaves the CR unknown, the error lists the candidates.
-func Derive(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values) (*Derivation, error) {
-	d := &Derivation{Source: &contract.StatusSource{}}
+func Derive(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values) (*Derivation, error) {
+	d := &Derivation{Source: &v1alpha1.StatusSource{}}
 	src := d.Source
-	if raw, ok := csv.Annotations[contract.AnnotationKey]; ok {
+	if raw, ok := csv.Annotations[v1alpha1.AnnotationKey]; ok {
 		if cur, problems := contract.Parse(raw); cur != nil && len(problems) == 0 {
 			*src = *cur
 			d.From = "the existing annotation"
@@ -128,7 +83,7 @@ func Derive(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values) (*De
 	// namespace and handshake belong to the old kind.
 	if d.From != "" && (v.Kind != nil && *v.Kind != src.Kind ||
 		v.APIVersion != nil && groupOf(*v.APIVersion) != src.GroupVersion().Group) {
-		*src = contract.StatusSource{}
+		*src = v1alpha1.StatusSource{}
 		d.From = ""
 	}
 	if d.From == "" {
@@ -152,8 +107,8 @@ func Derive(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values) (*De
 		}
 	}
 	if v.WhenAbsent != nil {
-		src.WhenAbsent = contract.WhenAbsent(*v.WhenAbsent)
-		if src.WhenAbsent == contract.WhenAbsentAllow {
+		src.WhenAbsent = v1alpha1.WhenAbsent(*v.WhenAbsent)
+		if src.WhenAbsent == v1alpha1.WhenAbsentAllow {
 			src.WhenAbsent = "" // the default
 		}
 	}
@@ -170,32 +125,29 @@ func Derive(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values) (*De
 	return d, nil
 }
 
-func groupOf(apiVersion string) string {
-	gv, _ := schema.ParseGroupVersion(apiVersion)
-	return gv.Group
-}
+func groupOf(apiVersion string) string { return schema.FromAPIVersionAndKind(apiVersion, "").Group }
 
-func applyHandshake(src *contract.StatusSource, v Values) {
+func applyHandshake(src *v1alpha1.StatusSource, v Values) {
 	if v.Handshake == nil && v.RequestSpecPath == nil && v.RequestAnnotation == nil && v.AckStatusPath == nil {
 		return
 	}
 	h := src.Handshake
 	if h == nil {
-		h = &contract.Handshake{Mode: contract.HandshakeNone}
+		h = &v1alpha1.Handshake{Mode: v1alpha1.HandshakeNone}
 	}
 	switch {
 	case v.Handshake != nil:
-		h.Mode = contract.HandshakeMode(*v.Handshake)
-		if h.Mode != contract.HandshakeRequestAck {
+		h.Mode = v1alpha1.HandshakeMode(*v.Handshake)
+		if h.Mode != v1alpha1.HandshakeRequestAck {
 			h.Request, h.Ack = nil, nil
 		}
 	default:
 		// --request-spec-path, --request-annotation and --ack-status-path
 		// only make sense in a RequestAck handshake: they imply it.
-		h.Mode = contract.HandshakeRequestAck
+		h.Mode = v1alpha1.HandshakeRequestAck
 	}
 	if v.RequestSpecPath != nil || v.RequestAnnotation != nil {
-		h.Request = &contract.HandshakeRequest{}
+		h.Request = &v1alpha1.HandshakeRequest{}
 		if v.RequestSpecPath != nil {
 			h.Request.SpecPath = *v.RequestSpecPath
 		}
@@ -204,27 +156,27 @@ func applyHandshake(src *contract.StatusSource, v Values) {
 		}
 	}
 	if v.AckStatusPath != nil {
-		h.Ack = &contract.HandshakeAck{StatusPath: *v.AckStatusPath}
+		h.Ack = &v1alpha1.HandshakeAck{StatusPath: *v.AckStatusPath}
 	}
 	src.Handshake = h
-	if h.Mode == contract.HandshakeNone && h.Request == nil && h.Ack == nil && v.Handshake != nil {
+	if h.Mode == v1alpha1.HandshakeNone && h.Request == nil && h.Ack == nil && v.Handshake != nil {
 		src.Handshake = nil // {"mode":"None"} is the default
 	}
 }
 
-func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values, d *Derivation) error {
+func deriveIdentity(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Values, d *Derivation) error {
 	src := d.Source
-	owned := ownedKinds(csv)
+	owned := bundle.OwnedKinds(csv)
 	isOwned := func(group, kind string) bool {
 		for _, o := range owned {
-			if o.group == group && o.kind == kind {
+			if o.Group == group && o.Kind == kind {
 				return true
 			}
 		}
 		return false
 	}
 	if !v.identityGiven() || v.Kind == nil && v.APIVersion == nil {
-		if raw, ok := csv.Annotations[contract.InitializationResourceKey]; ok {
+		if raw, ok := csv.Annotations[v1alpha1.InitializationResourceKey]; ok {
 			if e, err := contract.ParseObjectRef(raw); err == nil && e.Kind != "" && isOwned(e.Group, e.Kind) {
 				src.APIVersion, src.Kind, src.Name = e.APIVersion(), e.Kind, e.Name
 				d.From = "the initialization resource"
@@ -242,8 +194,8 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 			group = groupOf(*v.APIVersion)
 		} else {
 			for _, o := range owned {
-				if o.kind == kind {
-					group = o.group
+				if o.Kind == kind {
+					group = o.Group
 				}
 			}
 			if group == "" {
@@ -252,18 +204,18 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 		}
 	case v.APIVersion != nil:
 		group = groupOf(*v.APIVersion)
-		var kinds []ownedKind
+		var kinds []bundle.OwnedKind
 		for _, o := range owned {
-			if o.group == group {
+			if o.Group == group {
 				kinds = append(kinds, o)
 			}
 		}
 		if len(kinds) != 1 {
 			return &AmbiguousError{Reason: fmt.Sprintf("--api-version %s matches %d owned kinds; pass --kind", *v.APIVersion, len(kinds)), Candidates: describeOwned(csv, kinds)}
 		}
-		kind = kinds[0].kind
+		kind = kinds[0].Kind
 	case len(owned) == 1:
-		group, kind = owned[0].group, owned[0].kind
+		group, kind = owned[0].Group, owned[0].Kind
 	case len(owned) == 0:
 		return &AmbiguousError{Reason: "the CSV owns no CRD and has no initialization resource, so there is no status source to derive; pass --api-version, --kind and --name"}
 	default:
@@ -272,7 +224,7 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 	src.Kind = kind
 	// The version and name: from the kind's alm-examples entry.
 	var examples []contract.ObjectRef
-	for _, e := range almExamples(csv) {
+	for _, e := range bundle.ExampleRefs(csv) {
 		if e.Kind == kind && (group == "" || e.Group == group) {
 			examples = append(examples, e)
 		}
@@ -286,8 +238,8 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 		}
 	}
 	for _, o := range owned {
-		if o.group == group && o.kind == kind && version == "" {
-			version = o.versions[0]
+		if o.Group == group && o.Kind == kind && version == "" {
+			version = o.Versions[0]
 		}
 	}
 	d.From = "the only owned CRD"
@@ -319,8 +271,8 @@ func deriveIdentity(csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Valu
 
 // initializes says whether the CSV's initialization resource is the CR e
 // (then its name is the one the console creates, not a sample).
-func initializes(csv *v1alpha1.ClusterServiceVersion, e contract.ObjectRef) bool {
-	raw, ok := csv.Annotations[contract.InitializationResourceKey]
+func initializes(csv *operatorsv1alpha1.ClusterServiceVersion, e contract.ObjectRef) bool {
+	raw, ok := csv.Annotations[v1alpha1.InitializationResourceKey]
 	if !ok {
 		return false
 	}
@@ -340,11 +292,11 @@ func (d *Derivation) unpinned(ns, where string, v Values) {
 
 // notOwned is the error for --kind naming no owned kind (without
 // --api-version to say where it is): with the owned kind it probably means.
-func notOwned(csv *v1alpha1.ClusterServiceVersion, kind string, owned []ownedKind) error {
+func notOwned(csv *operatorsv1alpha1.ClusterServiceVersion, kind string, owned []bundle.OwnedKind) error {
 	reason := fmt.Sprintf("--kind %s is not an owned kind of the CSV", kind)
 	for _, o := range owned {
-		if strings.EqualFold(o.kind, kind) {
-			reason += fmt.Sprintf("; did you mean %s?", o.kind)
+		if strings.EqualFold(o.Kind, kind) {
+			reason += fmt.Sprintf("; did you mean %s?", o.Kind)
 			break
 		}
 	}
@@ -354,13 +306,13 @@ func notOwned(csv *v1alpha1.ClusterServiceVersion, kind string, owned []ownedKin
 	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, owned)}
 }
 
-func describeOwned(csv *v1alpha1.ClusterServiceVersion, kinds []ownedKind) []string {
-	examples := almExamples(csv)
+func describeOwned(csv *operatorsv1alpha1.ClusterServiceVersion, kinds []bundle.OwnedKind) []string {
+	examples := bundle.ExampleRefs(csv)
 	var out []string
 	for _, o := range kinds {
-		line := fmt.Sprintf("--kind %s --api-version %s/%s", o.kind, o.group, o.versions[0])
+		line := fmt.Sprintf("--kind %s --api-version %s/%s", o.Kind, o.Group, o.Versions[0])
 		for _, e := range examples {
-			if e.Kind == o.kind && e.Group == o.group && e.Name != "" {
+			if e.Kind == o.Kind && e.Group == o.Group && e.Name != "" {
 				line += " --name " + e.Name
 				break
 			}
@@ -371,7 +323,7 @@ func describeOwned(csv *v1alpha1.ClusterServiceVersion, kinds []ownedKind) []str
 	return out
 }
 
-func missing(csv *v1alpha1.ClusterServiceVersion, src *contract.StatusSource) error {
+func missing(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusSource) error {
 	var need []string
 	if src.APIVersion == "" {
 		need = append(need, "--api-version")
@@ -386,5 +338,5 @@ func missing(csv *v1alpha1.ClusterServiceVersion, src *contract.StatusSource) er
 	if src.Kind != "" && src.Name == "" {
 		reason = fmt.Sprintf("no initialization resource or alm-examples entry names the %s CR; pass --name", src.Kind)
 	}
-	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, ownedKinds(csv))}
+	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, bundle.OwnedKinds(csv))}
 }

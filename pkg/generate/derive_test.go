@@ -4,31 +4,32 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
-func csvWith(annotations map[string]string, owned ...v1alpha1.CRDDescription) *v1alpha1.ClusterServiceVersion {
-	return &v1alpha1.ClusterServiceVersion{
+func csvWith(annotations map[string]string, owned ...operatorsv1alpha1.CRDDescription) *operatorsv1alpha1.ClusterServiceVersion {
+	return &operatorsv1alpha1.ClusterServiceVersion{
 		ObjectMeta: metav1.ObjectMeta{Name: "op.v1", Annotations: annotations},
-		Spec:       v1alpha1.ClusterServiceVersionSpec{CustomResourceDefinitions: v1alpha1.CustomResourceDefinitions{Owned: owned}},
+		Spec:       operatorsv1alpha1.ClusterServiceVersionSpec{CustomResourceDefinitions: operatorsv1alpha1.CustomResourceDefinitions{Owned: owned}},
 	}
 }
 
 var (
-	hco      = v1alpha1.CRDDescription{Name: "hyperconvergeds.hco.kubevirt.io", Version: "v1beta1", Kind: "HyperConverged"}
-	kubevirt = v1alpha1.CRDDescription{Name: "kubevirts.kubevirt.io", Version: "v1", Kind: "KubeVirt"}
+	hco      = operatorsv1alpha1.CRDDescription{Name: "hyperconvergeds.hco.kubevirt.io", Version: "v1beta1", Kind: "HyperConverged"}
+	kubevirt = operatorsv1alpha1.CRDDescription{Name: "kubevirts.kubevirt.io", Version: "v1", Kind: "KubeVirt"}
 	hcoEx    = `[{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}}]`
 )
 
 func TestDerive(t *testing.T) {
 	tests := []struct {
 		name   string
-		csv    *v1alpha1.ClusterServiceVersion
+		csv    *operatorsv1alpha1.ClusterServiceVersion
 		values Values
 		want   string
 		from   string
@@ -36,13 +37,13 @@ func TestDerive(t *testing.T) {
 		cands  int
 	}{
 		{name: "from the initialization resource",
-			csv:  csvWith(map[string]string{contract.InitializationResourceKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}}`}, hco, kubevirt),
+			csv:  csvWith(map[string]string{v1alpha1.InitializationResourceKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"kubevirt-hyperconverged","namespace":"kubevirt-hyperconverged"}}`}, hco, kubevirt),
 			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"}`, from: "the initialization resource"},
 		{name: "an initialization resource written in YAML",
-			csv:  csvWith(map[string]string{contract.InitializationResourceKey: "apiVersion: hco.kubevirt.io/v1beta1\nkind: HyperConverged\nmetadata:\n  name: hc\n"}, hco),
+			csv:  csvWith(map[string]string{v1alpha1.InitializationResourceKey: "apiVersion: hco.kubevirt.io/v1beta1\nkind: HyperConverged\nmetadata:\n  name: hc\n"}, hco),
 			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc"}`},
 		{name: "an initialization resource that is not owned is passed over",
-			csv:  csvWith(map[string]string{contract.InitializationResourceKey: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`, "alm-examples": hcoEx}, hco),
+			csv:  csvWith(map[string]string{v1alpha1.InitializationResourceKey: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`, "alm-examples": hcoEx}, hco),
 			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"}`, from: "the only owned CRD and its alm-examples entry"},
 		{name: "the only owned CRD and alm-examples",
 			csv:  csvWith(map[string]string{"alm-examples": hcoEx}, hco),
@@ -64,19 +65,19 @@ func TestDerive(t *testing.T) {
 			values: Values{APIVersion: strp("a.io/v1"), Kind: strp("K"), Name: strp("n"), Conditions: []string{"Upgradeable", "Ready"}, WhenAbsent: strp("Block"), Handshake: strp("RequestAck"), RequestAnnotation: strp("a.io/req"), AckStatusPath: strp(".status.ack")},
 			want:   `{"apiVersion":"a.io/v1","kind":"K","name":"n","conditions":["Upgradeable","Ready"],"whenAbsent":"Block","handshake":{"mode":"RequestAck","request":{"annotation":"a.io/req"},"ack":{"statusPath":".status.ack"}}}`, from: "the command line"},
 		{name: "an existing annotation is kept and amended",
-			csv:    csvWith(map[string]string{contract.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","whenAbsent":"Block"}`}, hco),
+			csv:    csvWith(map[string]string{v1alpha1.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","whenAbsent":"Block"}`}, hco),
 			values: Values{Handshake: strp("RequestAck"), RequestSpecPath: strp(".spec.upgradeRequest")},
 			want:   `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","whenAbsent":"Block","handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`, from: "the existing annotation"},
 		{name: "--handshake None drops a lock",
-			csv:    csvWith(map[string]string{contract.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","handshake":{"mode":"RequestAck","request":{"specPath":".spec.r"}}}`}, hco),
+			csv:    csvWith(map[string]string{v1alpha1.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","handshake":{"mode":"RequestAck","request":{"specPath":".spec.r"}}}`}, hco),
 			values: Values{Handshake: strp("None")},
 			want:   `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc"}`},
 		{name: "another kind on the command line starts afresh",
-			csv:    csvWith(map[string]string{contract.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","whenAbsent":"Block"}`, "alm-examples": `[{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","metadata":{"name":"kv"}}]`}, hco, kubevirt),
+			csv:    csvWith(map[string]string{v1alpha1.AnnotationKey: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"hc","whenAbsent":"Block"}`, "alm-examples": `[{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","metadata":{"name":"kv"}}]`}, hco, kubevirt),
 			values: Values{Kind: strp("KubeVirt")},
 			want:   `{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","name":"kv"}`},
 		{name: "an invalid existing annotation is replaced",
-			csv:  csvWith(map[string]string{contract.AnnotationKey: `{"kind":"HyperConverged","nmae":"x"}`, "alm-examples": hcoEx}, hco),
+			csv:  csvWith(map[string]string{v1alpha1.AnnotationKey: `{"kind":"HyperConverged","nmae":"x"}`, "alm-examples": hcoEx}, hco),
 			want: `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","name":"kubevirt-hyperconverged"}`},
 		// Issue 11, item 6: a namespace is pinned only when asked for.
 		{name: "--namespace pins the namespace",
@@ -100,7 +101,7 @@ func TestDerive(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, d.Source.Marshal())
-			if tt.values.Namespace == nil && strings.Contains(tt.csv.Annotations["alm-examples"]+tt.csv.Annotations[contract.InitializationResourceKey], `"namespace"`) && !strings.Contains(tt.csv.Annotations[contract.AnnotationKey], "HyperConverged") {
+			if tt.values.Namespace == nil && strings.Contains(tt.csv.Annotations["alm-examples"]+tt.csv.Annotations[v1alpha1.InitializationResourceKey], `"namespace"`) && !strings.Contains(tt.csv.Annotations[v1alpha1.AnnotationKey], "HyperConverged") {
 				assert.Contains(t, strings.Join(d.Notes, "\n"), "the annotation leaves the namespace out", "the namespace left out is said")
 			}
 			if tt.from != "" {

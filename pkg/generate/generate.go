@@ -14,14 +14,16 @@ import (
 	"path/filepath"
 	"reflect"
 
-	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/source"
 	"github.com/statuscheck/statuscheck/pkg/validate"
 )
 
@@ -69,7 +71,7 @@ func Run(path string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	for _, p := range opts.CRDs {
-		more, err := loadCRDs(p)
+		more, err := source.LoadCRDs(p)
 		if err != nil {
 			return nil, err
 		}
@@ -91,12 +93,12 @@ func Run(path string, opts Options) (*Result, error) {
 	value := d.Source.Marshal()
 	res.New = old
 	if !upToDate(csv, value) {
-		edit, err := SetAnnotation(old, contract.AnnotationKey, value)
+		edit, err := SetAnnotation(old, v1alpha1.AnnotationKey, value)
 		if err != nil {
 			return nil, fmt.Errorf("editing %s: %w", file, err)
 		}
 		res.New = edit.Apply(old)
-		if err := Verify(file, old, res.New, contract.AnnotationKey, value); err != nil {
+		if err := Verify(file, old, res.New, v1alpha1.AnnotationKey, value); err != nil {
 			return nil, err
 		}
 	}
@@ -153,8 +155,8 @@ func toOldPositions(file string, old, new []byte, findings []result.Finding) []r
 
 // upToDate reports whether the CSV's annotation already says value: it
 // parses cleanly to the same status source (its formatting is the user's).
-func upToDate(csv *v1alpha1.ClusterServiceVersion, value string) bool {
-	raw, ok := csv.Annotations[contract.AnnotationKey]
+func upToDate(csv *operatorsv1alpha1.ClusterServiceVersion, value string) bool {
+	raw, ok := csv.Annotations[v1alpha1.AnnotationKey]
 	if !ok {
 		return false
 	}
@@ -197,7 +199,7 @@ func locate(path string) (file string, crds []*crd.CRD, inBundle bool, err error
 	}
 	// A CSV file: the CRDs beside it, if any (a bundle's manifests/ has
 	// them; operator-sdk's config/manifests/bases has none: use --crd).
-	crds, err = crdsIn(filepath.Dir(path), path)
+	crds, err = source.CRDsIn(filepath.Dir(path), path)
 	if err != nil {
 		return "", nil, false, err
 	}
@@ -216,70 +218,15 @@ func unwrap(err error) error {
 	return err
 }
 
-// crdsIn reads the CRDs among the manifest files of dir, skipping skip.
-// Files that are not CRDs, or do not parse, are not its business.
-func crdsIn(dir, skip string) ([]*crd.CRD, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", dir, unwrap(err))
-	}
-	var out []*crd.CRD
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		if e.IsDir() || !e.Type().IsRegular() || filepath.Clean(p) == filepath.Clean(skip) {
-			continue
-		}
-		switch filepath.Ext(e.Name()) {
-		case ".yaml", ".yml", ".json":
-		default:
-			continue
-		}
-		crds, _ := crdsOfFile(p)
-		out = append(out, crds...)
-	}
-	return out, nil
-}
-
-// loadCRDs reads --crd: a file (every CRD document in it) or a directory.
-func loadCRDs(p string) ([]*crd.CRD, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, fmt.Errorf("reading --crd %s: %w", p, unwrap(err))
-	}
-	if st.IsDir() {
-		return crdsIn(p, "")
-	}
-	crds, err := crdsOfFile(p)
-	if err != nil {
-		return nil, err
-	}
-	if len(crds) == 0 {
-		return nil, fmt.Errorf("--crd %s holds no CustomResourceDefinition", p)
-	}
-	return crds, nil
-}
-
-func crdsOfFile(p string) ([]*crd.CRD, error) {
-	data, err := bundle.OS{}.ReadFile(p, manifest.DefaultLimits.MaxFileSize)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", p, unwrap(err))
-	}
-	docs, err := manifest.Parse(p, data, manifest.DefaultLimits)
-	if err != nil {
-		return nil, err
-	}
-	return crd.DecodeAll(docs)
-}
-
 // parseCSV finds and decodes the CSV document of a file.
-func parseCSV(file string, data []byte) (*manifest.Document, *v1alpha1.ClusterServiceVersion, error) {
+func parseCSV(file string, data []byte) (*manifest.Document, *operatorsv1alpha1.ClusterServiceVersion, error) {
 	docs, err := manifest.Parse(file, data, manifest.DefaultLimits)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, d := range docs {
 		if k, _ := d.Object()["kind"].(string); k == bundle.CSVKind {
-			csv := &v1alpha1.ClusterServiceVersion{}
+			csv := &operatorsv1alpha1.ClusterServiceVersion{}
 			if err := manifest.DecodeInto(d, csv); err != nil {
 				return nil, nil, err
 			}
@@ -355,10 +302,10 @@ func normalize(v interface{}) interface{} {
 // file alone with no CRD beside it (an operator-sdk base CSV) cannot have
 // its CRD checked: that is a note, not a finding. In a bundle, or with
 // --crd, a missing CRD is the error validate reports.
-func check(file string, doc *manifest.Document, csv *v1alpha1.ClusterServiceVersion, crds []*crd.CRD, crdsExpected bool) ([]result.Finding, []string) {
+func check(file string, doc *manifest.Document, csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, crdsExpected bool) ([]result.Finding, []string) {
 	b := &bundle.Bundle{Path: file, Root: filepath.Dir(file), ManifestsDir: filepath.Dir(file),
 		CSVs: []*bundle.CSV{{Doc: doc, Obj: csv}}, CRDs: crds}
-	res := validate.Bundle(b, validate.Options{})
+	res := validate.Check(b, validate.Options{})
 	// operator-sdk's base CSV has no install strategy yet: `make bundle`
 	// fills it from config/rbac, so RBAC cannot be judged here.
 	base := len(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs) == 0

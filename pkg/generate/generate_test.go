@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
-	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden want.yaml files")
@@ -80,7 +80,7 @@ func assertOnlyAnnotationLines(t *testing.T, old, new []byte) {
 		}
 		hunks++
 		for _, l := range b[op.J1:op.J2] {
-			ok := strings.Contains(l, contract.AnnotationKey) || strings.Contains(l, coolValue) ||
+			ok := strings.Contains(l, v1alpha1.AnnotationKey) || strings.Contains(l, coolValue) ||
 				strings.TrimSpace(l) == "annotations:" || strings.TrimSpace(l) == "metadata:"
 			assert.True(t, ok, "added line is not the annotation's: %q", l)
 		}
@@ -110,7 +110,7 @@ func annotationLines(t *testing.T, data []byte) (int, int) {
 			for i := 0; i+1 < len(n.Content) && n.Kind == yaml.MappingNode; i += 2 {
 				k := n.Content[i]
 				keys = append(keys, k.Line)
-				if k.Value == contract.AnnotationKey && annKey == 0 {
+				if k.Value == v1alpha1.AnnotationKey && annKey == 0 {
 					annKey = k.Line
 				}
 				if (k.Value == "annotations" || k.Value == "metadata") && annMap == 0 && n.Content[i+1].Style&yaml.FlowStyle != 0 {
@@ -140,13 +140,13 @@ func annotationLines(t *testing.T, data []byte) (int, int) {
 
 func TestSetAnnotationPreservesBytesAroundTheEdit(t *testing.T) {
 	in := []byte("apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  annotations:\n    a: 'x' # c\n    b: y\n  name: n\n")
-	e, err := SetAnnotation(in, contract.AnnotationKey, coolValue)
+	e, err := SetAnnotation(in, v1alpha1.AnnotationKey, coolValue)
 	require.NoError(t, err)
 	out := e.Apply(in)
 	assert.Equal(t, string(in[:e.Start]), string(out[:e.Start]))
 	assert.Equal(t, string(in[e.End:]), string(out[e.Start+len(e.Text):]))
-	assert.Equal(t, "\n    "+contract.AnnotationKey+": '"+coolValue+"'", e.Text)
-	require.NoError(t, Verify("x.yaml", in, out, contract.AnnotationKey, coolValue))
+	assert.Equal(t, "\n    "+v1alpha1.AnnotationKey+": '"+coolValue+"'", e.Text)
+	require.NoError(t, Verify("x.yaml", in, out, v1alpha1.AnnotationKey, coolValue))
 }
 
 func TestSetAnnotationErrors(t *testing.T) {
@@ -158,14 +158,14 @@ func TestSetAnnotationErrors(t *testing.T) {
 		{name: "no csv", in: "apiVersion: v1\nkind: ConfigMap\n", msg: "no ClusterServiceVersion"},
 		{name: "metadata is a list", in: "kind: ClusterServiceVersion\nmetadata: [a]\n", msg: "metadata is a sequence"},
 		{name: "annotations is a string", in: "kind: ClusterServiceVersion\nmetadata:\n  annotations: x\n", msg: "metadata.annotations is a scalar"},
-		{name: "the annotation is a map", in: "kind: ClusterServiceVersion\nmetadata:\n  annotations:\n    " + contract.AnnotationKey + ":\n      a: b\n", msg: "is a mapping, not a string"},
-		{name: "the annotation is an alias", in: "kind: ClusterServiceVersion\nmetadata:\n  labels: {a: &v x}\n  annotations:\n    " + contract.AnnotationKey + ": *v\n", msg: "the existing annotation is an alias, not a string"},
+		{name: "the annotation is a map", in: "kind: ClusterServiceVersion\nmetadata:\n  annotations:\n    " + v1alpha1.AnnotationKey + ":\n      a: b\n", msg: "is a mapping, not a string"},
+		{name: "the annotation is an alias", in: "kind: ClusterServiceVersion\nmetadata:\n  labels: {a: &v x}\n  annotations:\n    " + v1alpha1.AnnotationKey + ": *v\n", msg: "the existing annotation is an alias, not a string"},
 		{name: "utf-16", in: "\xff\xfek\x00", msg: "UTF-16"},
 		{name: "not yaml", in: "kind: [\n", msg: "did not find expected"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := SetAnnotation([]byte(tt.in), contract.AnnotationKey, coolValue)
+			_, err := SetAnnotation([]byte(tt.in), v1alpha1.AnnotationKey, coolValue)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.msg)
 		})
@@ -175,14 +175,14 @@ func TestSetAnnotationErrors(t *testing.T) {
 func TestVerifyCatchesOtherChanges(t *testing.T) {
 	old := []byte("kind: ClusterServiceVersion\nmetadata:\n  name: a\n")
 	tests := map[string]string{
-		"another field changed": "kind: ClusterServiceVersion\nmetadata:\n  name: b\n  annotations:\n    " + contract.AnnotationKey + ": v\n",
+		"another field changed": "kind: ClusterServiceVersion\nmetadata:\n  name: b\n  annotations:\n    " + v1alpha1.AnnotationKey + ": v\n",
 		"annotation missing":    "kind: ClusterServiceVersion\nmetadata:\n  name: a\n",
-		"a document added":      "kind: ClusterServiceVersion\nmetadata:\n  name: a\n  annotations:\n    " + contract.AnnotationKey + ": v\n---\na: 1\n",
+		"a document added":      "kind: ClusterServiceVersion\nmetadata:\n  name: a\n  annotations:\n    " + v1alpha1.AnnotationKey + ": v\n---\na: 1\n",
 		"broken":                "kind: [\n",
 	}
 	for name, new := range tests {
 		t.Run(name, func(t *testing.T) {
-			err := Verify("f.yaml", old, []byte(new), contract.AnnotationKey, "v")
+			err := Verify("f.yaml", old, []byte(new), v1alpha1.AnnotationKey, "v")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "nothing was written")
 		})

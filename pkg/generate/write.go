@@ -7,31 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 )
-
-// beforeRename runs between writing the temporary file and renaming it
-// over the original; tests use it to stop generate at the worst moment.
-var beforeRename = func(tmp string) {}
-
-// KillBeforeRenameEnv, set to 1 in the environment, makes the process kill
-// itself (SIGKILL) between writing the temporary file and the rename: the
-// worst moment to die, which TestKilledBetweenWriteAndRename needs to
-// reach in a real process. Nothing else uses it.
-const KillBeforeRenameEnv = "STATUSCHECK_TEST_KILL_BEFORE_RENAME"
-
-func init() {
-	if os.Getenv(KillBeforeRenameEnv) == "1" {
-		beforeRename = func(string) {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {} // the signal arrives; never return into the rename
-		}
-	}
-}
 
 // WriteFile replaces path with data, atomically: a temporary file in the
 // same directory is written, fsynced and given the original's mode (and,
@@ -71,9 +51,7 @@ func WriteFile(path string, orig, data []byte) (err error) {
 	if err = tmp.Chmod(st.Mode().Perm()); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		_ = tmp.Chown(int(sys.Uid), int(sys.Gid)) // best effort: only root may give files away
-	}
+	keepOwner(tmp, st) // best effort: only root may give files away
 	if err = tmp.Sync(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -83,7 +61,6 @@ func WriteFile(path string, orig, data []byte) (err error) {
 	if err = unchanged(target, orig); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	beforeRename(tmp.Name())
 	if err = os.Rename(tmp.Name(), target); err != nil {
 		return fmt.Errorf("writing %s: %w", path, unwrap(err))
 	}
@@ -132,9 +109,9 @@ func Patch(r *Result) ([]byte, error) {
 	}
 	var ops []op
 	if r.HadAnnotations {
-		ops = []op{{Op: "add", Path: "/metadata/annotations/" + escapePointer(contract.AnnotationKey), Value: value}}
+		ops = []op{{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.AnnotationKey), Value: value}}
 	} else {
-		ops = []op{{Op: "add", Path: "/metadata/annotations", Value: map[string]string{contract.AnnotationKey: value}}}
+		ops = []op{{Op: "add", Path: "/metadata/annotations", Value: map[string]string{v1alpha1.AnnotationKey: value}}}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -73,37 +73,10 @@ func TestWriteFileRefuses(t *testing.T) {
 	}
 }
 
-// TestWriteFileStoppedBeforeRename stops the write at its most dangerous
-// moment: the new content is on disk in the temporary file and the rename
-// has not happened. The original must be whole.
-func TestWriteFileStoppedBeforeRename(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "csv.yaml")
-	require.NoError(t, os.WriteFile(p, []byte("old"), 0o644))
-	var tmp string
-	beforeRename = func(name string) {
-		tmp = name
-		panic("stopped")
-	}
-	defer func() { beforeRename = func(string) {} }()
-	func() {
-		defer func() { assert.Equal(t, "stopped", recover()) }()
-		_ = WriteFile(p, []byte("old"), []byte("new"))
-	}()
-	data, err := os.ReadFile(p)
-	require.NoError(t, err)
-	assert.Equal(t, "old", string(data))
-	written, err := os.ReadFile(tmp)
-	require.NoError(t, err, "the temporary file held the new content")
-	assert.Equal(t, "new", string(written))
-}
-
 func TestWriteFileChangedDuringWrite(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "csv.yaml")
 	require.NoError(t, os.WriteFile(p, []byte("old"), 0o644))
-	beforeRename = func(string) {}
-	defer func() { beforeRename = func(string) {} }()
 	// An editor saves the file between statuscheck's read and its write.
 	require.NoError(t, os.WriteFile(p, []byte("edited by someone else"), 0o644))
 	err := WriteFile(p, []byte("old"), []byte("new"))

@@ -21,22 +21,24 @@ import (
 	"io"
 	"reflect"
 	"sort"
-	"strings"
 	"time"
 
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
-	"github.com/statuscheck/statuscheck/pkg/contract"
-	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 // Options say what is recorded and where it goes.
 type Options struct {
 	// Source is the status source (its namespace resolved for a
 	// namespaced kind).
-	Source *contract.StatusSource
+	Source *v1alpha1.StatusSource
 	// StatusSubresource is the CRD version's, for the trace's header.
 	StatusSubresource bool
 	// Out receives the trace; each step is written in one Write.
@@ -50,7 +52,7 @@ type Options struct {
 // Recorder turns events into steps.
 type Recorder struct {
 	opts Options
-	cr   *simulate.Observer
+	cr   *trace.Observer
 	crRV string
 	// running is the CSV that runs the operator now; pending holds the
 	// last state seen of each CSV replacing it while it is Pending.
@@ -77,7 +79,7 @@ func New(opts Options) *Recorder {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Recorder{opts: opts, cr: simulate.NewObserver(opts.Source), pending: map[string]string{},
+	return &Recorder{opts: opts, cr: trace.NewObserver(opts.Source), pending: map[string]string{},
 		upgraded: map[string]bool{}, replacing: map[string]bool{}, ocSeen: map[string]*unstructured.Unstructured{}, operatorManagers: map[string]bool{}}
 }
 
@@ -87,7 +89,7 @@ func New(opts Options) *Recorder {
 func (r *Recorder) Start(cr *unstructured.Unstructured, csvs, ocs []unstructured.Unstructured) error {
 	if cr != nil {
 		r.noteManagers(cr)
-		if _, err := r.cr.Observe(simulate.Observation{Object: cr.Object}); err != nil {
+		if _, err := r.cr.Observe(trace.Observation{Object: cr.Object}); err != nil {
 			return err
 		}
 		r.crRV = cr.GetResourceVersion()
@@ -112,7 +114,7 @@ func (r *Recorder) Start(cr *unstructured.Unstructured, csvs, ocs []unstructured
 	if i := r.cr.Initial(); i != nil {
 		init = stripped(i)
 	}
-	return r.write(simulate.TraceHeader{
+	return r.write(trace.Header{
 		Name: "recorded",
 		Comment: fmt.Sprintf("Recorded by statuscheck record from %s, starting %s.\n", r.opts.Server, r.opts.Now().UTC().Format(time.RFC3339)) +
 			"Each step carries the generation, resourceVersion and time the cluster gave it; OLM's\n" +
@@ -137,9 +139,9 @@ func (r *Recorder) write(s string) error {
 	return r.err
 }
 
-func (r *Recorder) emit(steps ...simulate.Step) error {
+func (r *Recorder) emit(steps ...trace.Step) error {
 	for _, st := range steps {
-		if err := r.write(simulate.StepLine(st)); err != nil {
+		if err := r.write(trace.StepLine(st)); err != nil {
 			return err
 		}
 		r.Steps++
@@ -165,7 +167,7 @@ func (r *Recorder) CR(t watch.EventType, obj *unstructured.Unstructured) error {
 	if obj != nil && t != watch.Deleted && obj.GetResourceVersion() == r.crRV {
 		return nil // seen already (a relist after an expired watch)
 	}
-	ob := simulate.Observation{}
+	ob := trace.Observation{}
 	if t != watch.Deleted {
 		// A watch event is a change: what changed (spec, metadata,
 		// status) says which write it was; managedFields only say who.
@@ -192,10 +194,10 @@ func (r *Recorder) CR(t watch.EventType, obj *unstructured.Unstructured) error {
 			steps[i].Time = r.opts.Now().UTC().Format(time.RFC3339)
 			continue
 		}
-		status := steps[i].Verb == simulate.VerbUpdateStatus
+		status := steps[i].Verb == v1alpha1.VerbUpdateStatus
 		steps[i].Who = manager(obj, status)
-		if steps[i].Actor == simulate.ActorUser && steps[i].Verb == simulate.VerbUpdate && r.operatorManagers[steps[i].Who] {
-			steps[i].Actor = simulate.ActorOperator // the operator's own spec write
+		if steps[i].Actor == v1alpha1.ActorUser && steps[i].Verb == v1alpha1.VerbUpdate && r.operatorManagers[steps[i].Who] {
+			steps[i].Actor = v1alpha1.ActorOperator // the operator's own spec write
 		}
 	}
 	return r.emit(steps...)
@@ -273,7 +275,7 @@ func (r *Recorder) CSV(t watch.EventType, obj *unstructured.Unstructured) error 
 			return nil
 		}
 		r.pending[name] = state
-		return r.emit(simulate.Step{Actor: simulate.ActorOLM, Verb: simulate.VerbCheck, Who: "olm (" + name + " " + orNone(p) + ")", ResourceVersion: obj.GetResourceVersion(), Time: at})
+		return r.emit(trace.Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck, Who: "olm (" + name + " " + orNone(p) + ")", ResourceVersion: obj.GetResourceVersion(), Time: at})
 	case "Failed":
 		return nil
 	default:
@@ -284,7 +286,7 @@ func (r *Recorder) CSV(t watch.EventType, obj *unstructured.Unstructured) error 
 		prev := r.running
 		r.running = name
 		r.oc, r.ocRV = freshOC(), ""
-		if err := r.emit(simulate.Step{Actor: simulate.ActorOLM, Verb: simulate.VerbUpgrade, Who: "olm (" + name + " replaces " + prev + ", now " + p + ")", ResourceVersion: obj.GetResourceVersion(), Time: at}); err != nil {
+		if err := r.emit(trace.Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade, Who: "olm (" + name + " replaces " + prev + ", now " + p + ")", ResourceVersion: obj.GetResourceVersion(), Time: at}); err != nil {
 			return err
 		}
 		if seen := r.ocSeen[name]; seen != nil {
@@ -324,31 +326,31 @@ func (r *Recorder) ocChanged(obj *unstructured.Unstructured) error {
 	if prev == nil {
 		return nil // seen for the first time: where the run starts
 	}
-	var steps []simulate.Step
+	var steps []trace.Step
 	oldSpec, _ := prev["spec"].(map[string]interface{})
 	newSpec, _ := obj.Object["spec"].(map[string]interface{})
-	patch := apiserver.CreateMergePatch(oldSpec, newSpec)
+	patch := jsonobj.CreateMergePatch(oldSpec, newSpec)
 	for k := range patch {
 		if k != "conditions" && k != "overrides" {
 			delete(patch, k)
 		}
 	}
 	if len(patch) > 0 {
-		actor := simulate.ActorOperator
+		actor := v1alpha1.ActorOperator
 		if onlyKey(patch, "overrides") {
-			actor = simulate.ActorAdmin
+			actor = v1alpha1.ActorAdmin
 		}
-		steps = append(steps, simulate.Step{Actor: actor, Verb: simulate.VerbUpdate, Target: simulate.TargetOperatorCondition,
+		steps = append(steps, trace.Step{Actor: actor, Verb: v1alpha1.VerbUpdate, Target: v1alpha1.TargetOperatorCondition,
 			Value: map[string]interface{}{"spec": patch}})
 	}
 	oldStatus, _ := prev["status"].(map[string]interface{})
 	newStatus, _ := obj.Object["status"].(map[string]interface{})
 	if !reflect.DeepEqual(oldStatus, newStatus) {
-		steps = append(steps, simulate.Step{Actor: simulate.ActorOLM, Verb: simulate.VerbUpdateStatus, Target: simulate.TargetOperatorCondition, Value: newStatus})
+		steps = append(steps, trace.Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition, Value: newStatus})
 	}
 	for i := range steps {
 		steps[i].ResourceVersion, steps[i].Time = obj.GetResourceVersion(), r.timeOf(obj)
-		steps[i].Who = manager(obj, steps[i].Verb == simulate.VerbUpdateStatus)
+		steps[i].Who = manager(obj, steps[i].Verb == v1alpha1.VerbUpdateStatus)
 	}
 	return r.emit(steps...)
 }
@@ -367,7 +369,7 @@ func onlyKey(m map[string]interface{}, k string) bool {
 // runningCSV finds, among the CSVs at the start, the one that runs the
 // operator: it owns the status source's kind and nothing replaces it that
 // has left Pending.
-func runningCSV(src *contract.StatusSource, csvs []unstructured.Unstructured) string {
+func runningCSV(src *v1alpha1.StatusSource, csvs []unstructured.Unstructured) string {
 	var owners []*unstructured.Unstructured
 	for i := range csvs {
 		if ownsSource(src, &csvs[i]) {
@@ -389,18 +391,15 @@ func runningCSV(src *contract.StatusSource, csvs []unstructured.Unstructured) st
 	return ""
 }
 
-func ownsSource(src *contract.StatusSource, csv *unstructured.Unstructured) bool {
-	owned, _, _ := unstructured.NestedSlice(csv.Object, "spec", "customresourcedefinitions", "owned")
-	group := src.GroupVersion().Group
-	for _, o := range owned {
-		m, _ := o.(map[string]interface{})
-		name, _ := m["name"].(string)
-		_, g, _ := strings.Cut(name, ".")
-		if m["kind"] == src.Kind && g == group {
-			return true
-		}
+// ownsSource says whether a CSV of the cluster owns the status source's
+// kind (bundle.Owns, on the CSV decoded into operator-framework/api's type).
+func ownsSource(src *v1alpha1.StatusSource, csv *unstructured.Unstructured) bool {
+	var typed operatorsv1alpha1.ClusterServiceVersion
+	owned, _, _ := unstructured.NestedFieldNoCopy(csv.Object, "spec", "customresourcedefinitions")
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]interface{}{"spec": map[string]interface{}{"customresourcedefinitions": owned}}, &typed); err != nil {
+		return false
 	}
-	return false
+	return bundle.Owns(&typed, src.GroupVersion().Group, src.Kind)
 }
 
 func replaces(csv *unstructured.Unstructured) string {
@@ -428,18 +427,7 @@ func orNone(s string) string {
 
 // stripped is an object without the bookkeeping a trace does not need.
 func stripped(obj map[string]interface{}) map[string]interface{} {
-	out := map[string]interface{}{}
-	for k, v := range obj {
-		out[k] = v
-	}
-	if md, ok := obj["metadata"].(map[string]interface{}); ok {
-		m := map[string]interface{}{}
-		for k, v := range md {
-			if k != "managedFields" {
-				m[k] = v
-			}
-		}
-		out["metadata"] = m
-	}
-	return out
+	u := (&unstructured.Unstructured{Object: obj}).DeepCopy()
+	u.SetManagedFields(nil)
+	return u.Object
 }

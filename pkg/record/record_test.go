@@ -16,15 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden traces")
 
 var clock0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func testSource(t testing.TB) *contract.StatusSource {
+func testSource(t testing.TB) *v1alpha1.StatusSource {
 	t.Helper()
 	src, problems := contract.Parse(`{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator","namespace":"cool"}`)
 	require.Empty(t, problems)
@@ -162,7 +164,7 @@ func TestRecordingReplays(t *testing.T) {
 	sum, rows := replay(t, got, contract.Policies())
 	var upgrade *simulate.Row
 	for i := range rows {
-		if rows[i].Step.Verb == simulate.VerbUpgrade {
+		if rows[i].Step.Verb == v1alpha1.VerbUpgrade {
 			upgrade = &rows[i]
 		}
 	}
@@ -179,21 +181,21 @@ func TestRecordingReplays(t *testing.T) {
 	assert.Equal(t, 1, blocked[contract.PolicyStrict])
 	assert.Equal(t, 1, blocked[contract.PolicyNaive], "naive sees the fresh False too")
 	for _, r := range rows {
-		if r.Step.Target == simulate.TargetSource && r.Step.Actor != simulate.ActorOLM {
+		if r.Step.Target == v1alpha1.TargetSource && r.Step.Actor != v1alpha1.ActorOLM {
 			assert.NotEmpty(t, r.Step.ResourceVersion, "step %d keeps its resourceVersion", r.Outcome.Step)
 			assert.NotEmpty(t, r.Step.Time, "step %d keeps its time", r.Outcome.Step)
 		}
 	}
 }
 
-func replay(t *testing.T, trace string, pols []contract.Policy) (*simulate.Summary, []simulate.Row) {
+func replay(t *testing.T, text string, pols []contract.Policy) (*simulate.Summary, []simulate.Row) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "rec.yaml")
-	require.NoError(t, os.WriteFile(p, []byte(trace), 0o644))
-	tr, err := simulate.Open(p, simulate.OpenOptions{Limits: simulate.DefaultLimits})
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	tr, err := trace.Open(p, trace.OpenOptions{Limits: trace.DefaultLimits})
 	require.NoError(t, err)
 	defer tr.Close()
-	cfg, _, err := (*simulate.Context)(nil).Config(tr, pols, pols[0])
+	cfg, _, err := simulate.NewConfig(nil, tr, pols, pols[0])
 	require.NoError(t, err)
 	var rows []simulate.Row
 	sum, err := simulate.Replay(tr, cfg, func(r simulate.Row) error { rows = append(rows, r); return nil })
@@ -284,7 +286,7 @@ func TestRecorderInference(t *testing.T) {
 			_, rows := replay(t, out, []contract.Policy{contract.PolicyOLM})
 			for _, row := range rows {
 				s := string(row.Step.Actor) + " " + string(row.Step.Verb)
-				if row.Step.Target != simulate.TargetSource {
+				if row.Step.Target != v1alpha1.TargetSource {
 					s += " " + string(row.Step.Target)
 				}
 				got = append(got, s)
@@ -330,9 +332,9 @@ func TestKilledRecordingReplays(t *testing.T) {
 		}
 		p := filepath.Join(t.TempDir(), "killed.yaml")
 		require.NoError(t, os.WriteFile(p, []byte(part), 0o644))
-		tr, err := simulate.Open(p, simulate.OpenOptions{Limits: simulate.DefaultLimits})
+		tr, err := trace.Open(p, trace.OpenOptions{Limits: trace.DefaultLimits})
 		require.NoError(t, err, "cut at byte %d", cut)
-		cfg, _, err := (*simulate.Context)(nil).Config(tr, contract.Policies(), contract.PolicyOLM)
+		cfg, _, err := simulate.NewConfig(nil, tr, contract.Policies(), contract.PolicyOLM)
 		require.NoError(t, err)
 		sum, err := simulate.Replay(tr, cfg, nil)
 		tr.Close()

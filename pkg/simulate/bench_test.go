@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 // writeTrace writes a native trace of n steps: rounds of a user's spec
@@ -57,7 +59,7 @@ steps:
 }
 
 func benchConfig() *Config {
-	return &Config{Source: &contract.StatusSource{APIVersion: "cool.operators.corp/v1beta1", Kind: "CoolOperator", Name: "cool-operator"},
+	return &Config{Source: &v1alpha1.StatusSource{APIVersion: "cool.operators.corp/v1beta1", Kind: "CoolOperator", Name: "cool-operator"},
 		StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
 }
 
@@ -78,7 +80,7 @@ func generated(tb testing.TB, n int) string {
 }
 
 func decodeAll(tb testing.TB, path string) int {
-	t, err := Open(path, OpenOptions{Limits: DefaultLimits})
+	t, err := trace.Open(path, trace.OpenOptions{Limits: trace.DefaultLimits})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func decodeAll(tb testing.TB, path string) int {
 }
 
 func replayAll(tb testing.TB, path string, emit func(Row) error) *Summary {
-	t, err := Open(path, OpenOptions{Limits: DefaultLimits})
+	t, err := trace.Open(path, trace.OpenOptions{Limits: trace.DefaultLimits})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,88 +16,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
-// Actor is who takes a step.
-type Actor string
-
-// Actors of a trace.
-const (
-	ActorUser     Actor = "user"
-	ActorOperator Actor = "operator"
-	ActorOLM      Actor = "olm"
-	ActorAdmin    Actor = "admin"
-)
-
-// Verb is what a step does.
-type Verb string
-
-// Verbs of a trace (docs/contract.md section 8).
-const (
-	VerbUpdate       Verb = "update"
-	VerbUpdateStatus Verb = "updateStatus"
-	VerbRequest      Verb = "request"
-	VerbCheck        Verb = "check"
-	VerbUpgrade      Verb = "upgrade"
-	VerbCreate       Verb = "create"
-	VerbDelete       Verb = "delete"
-)
-
-// Target is the object a step writes.
-type Target string
-
-const (
-	// TargetSource is the status-source CR (the default).
-	TargetSource Target = ""
-	// TargetOperatorCondition is the operator's OperatorCondition.
-	TargetOperatorCondition Target = "OperatorCondition"
-)
-
-// Step is one event of a trace.
-type Step struct {
-	Actor  Actor
-	Verb   Verb
-	Target Target
-	// Value is the merge patch of an update, the object of a create, the
-	// status of an updateStatus (nil for OLM's OperatorCondition sync), a
-	// delete's options ({propagationPolicy: Orphan|Background|Foreground})
-	// or a request's token.
-	Value map[string]interface{}
-	// Expect is a check's expected verdict under the primary policy.
-	Expect contract.Verdict
-	// File and Line locate the step in its input.
-	File string
-	Line int
-	// Recorded is the generation the apiserver reported after the step,
-	// when the input recorded it (snapshots, audit events).
-	Recorded *int64
-	// Who is the recorded user name or field manager, if any.
-	Who string
-	// ResourceVersion and Time are what the cluster said of the write,
-	// when it was recorded (statuscheck record).
-	ResourceVersion string
-	Time            string
-	// Observed marks the last step inferred from one recorded observation:
-	// in Continuous mode the gate is evaluated there, once per change the
-	// recording saw.
-	Observed bool
-}
-
-// Action describes a step in a few words ("update", "updateStatus OC").
-func (s Step) Action() string {
-	a := string(s.Verb)
-	if s.Target == TargetOperatorCondition {
-		a += " OperatorCondition"
-	}
-	return a
-}
+// Step is one event of a trace (package trace reads and writes them).
+type Step = trace.Step
 
 // Config is what does not change during a run.
 type Config struct {
 	// Source is the status source; its handshake decides the protocol.
-	Source *contract.StatusSource
+	Source *v1alpha1.StatusSource
 	// StatusSubresource says whether the CRD version has /status.
 	StatusSubresource bool
 	// CR serves the status source's CRD version when it is known: every
@@ -119,26 +51,15 @@ type Config struct {
 	// Continuous evaluates the gate after every step, as if OLM checked
 	// all the time (recorded input without olm steps).
 	Continuous bool
-
-	// memo, when set, remembers the apiserver model's answers (Explore).
-	memo memo
+	// Memo, when set, remembers the apiserver model's answers: the same
+	// write to the same object is decided once (explore asks it again in
+	// many interleavings).
+	Memo Memo
 }
 
-func (c *Config) mode() contract.HandshakeMode { return c.Source.Mode() }
+func (c *Config) mode() v1alpha1.HandshakeMode { return c.Source.Mode() }
 
-func (c *Config) request() *contract.HandshakeRequest {
-	if c.Source.Handshake == nil {
-		return nil
-	}
-	return c.Source.Handshake.Request
-}
-
-func (c *Config) ackPath() []string {
-	if h := c.Source.Handshake; h != nil && h.Ack != nil && h.Ack.StatusPath != "" {
-		return contract.FieldPath(h.Ack.StatusPath)
-	}
-	return nil
-}
+func (c *Config) request() *v1alpha1.HandshakeRequest { return c.Source.Request() }
 
 // pendingSize bounds the approvals awaiting the operator's next report per
 // policy; older ones are forgotten (documented in README's limits).
@@ -151,13 +72,15 @@ type pending struct {
 	used bool
 }
 
-// report is the operator's last status report on the CR.
-type report struct {
-	made   bool
-	step   int
-	status string
-	og     int64
-	hasOG  bool
+// Report is the operator's last status report on the CR.
+type Report struct {
+	made bool
+	step int
+	// Status is the Upgradeable condition's status ("" when absent).
+	Status string
+	// ObservedGeneration is the generation it speaks for, when HasOG.
+	ObservedGeneration int64
+	HasOG              bool
 }
 
 // State is everything that changes. It is a value: copying it is a
@@ -179,12 +102,33 @@ type State struct {
 	// Acked: the operator answered the standing request with True and has
 	// not taken it back. This is the truth of the run, not what OLM sees.
 	Acked    bool
-	Report   report
+	Report   Report
 	Upgraded bool
 	// pending approvals per policy (index in Config.Policies), awaiting
 	// the operator's first report for the generation they were made at.
-	Pending [3][pendingSize]pending
+	Pending [contract.NumPolicies][pendingSize]pending
 }
+
+// Request is the handshake's standing request, as the gate reads it.
+func (s *State) Request() contract.Request {
+	return contract.Request{Standing: s.Requested, Token: s.Token, Value: s.TokenValue, Generation: s.ReqGen}
+}
+
+// PendingGenerations lists, for policy index i, the generations of the
+// approvals still waiting for the operator's first report on them.
+func (s *State) PendingGenerations(i int) []int64 {
+	var out []int64
+	for _, pe := range s.Pending[i] {
+		if pe.used {
+			out = append(out, pe.gen)
+		}
+	}
+	return out
+}
+
+// Made reports whether the operator has reported, and with what status
+// and observedGeneration.
+func (r Report) Made() bool { return r.made }
 
 // Outcome is what one step produced.
 type Outcome struct {
@@ -233,7 +177,7 @@ func Initial(cfg *Config, cr, oc map[string]interface{}) (State, error) {
 		if err != nil {
 			return s, err
 		}
-		full := map[string]interface{}{"apiVersion": ocAPIVersion, "kind": ocKind}
+		full := map[string]interface{}{"apiVersion": OperatorConditionAPIVersion, "kind": OperatorConditionKind}
 		for k, v := range oc {
 			full[k] = v
 		}
@@ -255,14 +199,12 @@ func Initial(cfg *Config, cr, oc map[string]interface{}) (State, error) {
 }
 
 // reportOf reads the operator's Upgradeable report from a CR status.
-func reportOf(o Object, step int) report {
-	r := report{made: true, step: step}
+func reportOf(o Object, step int) Report {
+	r := Report{made: true, step: step}
 	if c := contract.Find(o.Conditions, contract.ConditionUpgradeable); c != nil {
-		r.status = c.Status
-		if c.ObservedGeneration != nil {
-			r.og, r.hasOG = *c.ObservedGeneration, true
-		} else if o.StatusOG != nil {
-			r.og, r.hasOG = *o.StatusOG, true
+		r.Status = c.Status
+		if og := o.Observation().ObservedGeneration(c); og != nil {
+			r.ObservedGeneration, r.HasOG = *og, true
 		}
 	}
 	return r
@@ -283,7 +225,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 	var w writeResult
 	var err error
 	switch {
-	case st.Target == TargetOperatorCondition:
+	case st.Target == v1alpha1.TargetOperatorCondition:
 		var msg string
 		w, msg, err = applyOC(cfg, s.OC, st)
 		if msg != "" {
@@ -292,7 +234,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		if err == nil && w.refused == nil {
 			s.OC = w.obj
 		}
-	case st.Verb == VerbCreate:
+	case st.Verb == v1alpha1.VerbCreate:
 		if s.CR.Exists {
 			return fail("create, but the CR exists already")
 		}
@@ -302,29 +244,29 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 			// drops it only with the subresource on).
 			statusWritten = !cfg.StatusSubresource && w.changed
 		}
-	case st.Verb == VerbDelete:
+	case st.Verb == v1alpha1.VerbDelete:
 		if !s.CR.Exists {
 			return fail("delete, but the CR does not exist")
 		}
 		if w, err = deleteCR(cfg, s.CR, st); err == nil && w.refused == nil {
 			s.CR = w.obj
 		}
-	case st.Verb == VerbUpdate:
+	case st.Verb == v1alpha1.VerbUpdate:
 		if !s.CR.Exists {
 			return fail("update, but the CR does not exist (create it first)")
 		}
 		if w, err = updateCR(cfg, s.CR, st.Value); err == nil && w.refused == nil {
 			s.CR, statusWritten = w.obj, w.changed
 		}
-	case st.Verb == VerbUpdateStatus:
+	case st.Verb == v1alpha1.VerbUpdateStatus:
 		if !s.CR.Exists {
 			return fail("status write before the CR exists")
 		}
 		if w, err = statusCR(cfg, s.CR, st.Value); err == nil && w.refused == nil {
 			s.CR, statusWritten = w.obj, true
 		}
-	case st.Verb == VerbRequest:
-		if cfg.mode() != contract.HandshakeRequestAck || cfg.request() == nil {
+	case st.Verb == v1alpha1.VerbRequest:
+		if cfg.request() == nil {
 			return fail("OLM request, but the status source declares no RequestAck handshake")
 		}
 		if !s.CR.Exists {
@@ -337,7 +279,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		r := cfg.request()
 		patch := map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{r.Annotation: token}}}
 		if r.SpecPath != "" {
-			patch = nestedPatch(contract.FieldPath(r.SpecPath), token)
+			patch = jsonobj.NestedPatch(v1alpha1.FieldPath(r.SpecPath), token)
 		}
 		if w, err = updateCR(cfg, s.CR, patch); err == nil && w.refused == nil {
 			s.CR = w.obj
@@ -345,7 +287,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 			s.TokenValue = token
 			s.Requested, s.ReqGen, s.ReqStep, s.Acked = true, s.CR.Generation, s.Steps, false
 		}
-	case st.Verb == VerbCheck, st.Verb == VerbUpgrade:
+	case st.Verb == v1alpha1.VerbCheck, st.Verb == v1alpha1.VerbUpgrade:
 		// Evaluated below.
 	default:
 		return fail("unknown verb %q", st.Verb)
@@ -355,7 +297,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 	}
 	if w.refused != nil {
 		msg := fmt.Sprintf("the apiserver refuses this %s (%s): %s; on a cluster it changes nothing", st.Action(), refusedBy(cfg, st), w.refused.Error())
-		if cfg.Continuous && st.Target == TargetSource {
+		if cfg.Continuous && st.Target == v1alpha1.TargetSource {
 			// Recorded input: the cluster accepted the write, so the CRD
 			// given is not the cluster's. Reality wins from here on.
 			msg = fmt.Sprintf("the cluster accepted this %s, but %s refuses it: %s; the CRD given is not the one the cluster has", st.Action(), refusedBy(cfg, st), w.refused.Error())
@@ -364,35 +306,35 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		*v = append(*v, violation(RuleWriteRejected, "", st, s.Steps, s, msg))
 	}
 
-	if st.Recorded != nil && st.Target == TargetSource && s.CR.Exists && *st.Recorded != s.CR.Generation {
+	if st.Recorded != nil && st.Target == v1alpha1.TargetSource && s.CR.Exists && *st.Recorded != s.CR.Generation {
 		*v = append(*v, mismatch(cfg, st, s, before))
 		s.CR.Generation = *st.Recorded // reality wins from here on
 	}
-	if statusWritten || st.Verb == VerbCreate {
+	if statusWritten || st.Verb == v1alpha1.VerbCreate {
 		s = afterStatus(cfg, s, st, v)
 	}
 
-	evaluate := st.Verb == VerbCheck || st.Verb == VerbUpgrade || (cfg.Continuous && st.Observed)
+	evaluate := st.Verb == v1alpha1.VerbCheck || st.Verb == v1alpha1.VerbUpgrade || (cfg.Continuous && st.Observed)
 	if evaluate {
 		out.Verdicts = make([]contract.Decision, len(cfg.Policies))
 		for i, p := range cfg.Policies {
 			d := gate(cfg, &s, p)
 			out.Verdicts[i] = d
-			if d.Verdict == contract.Allow && (st.Verb == VerbCheck || st.Verb == VerbUpgrade || cfg.Continuous) {
+			if d.Verdict == contract.Allow && (st.Verb == v1alpha1.VerbCheck || st.Verb == v1alpha1.VerbUpgrade || cfg.Continuous) {
 				s = approved(cfg, s, st, i, p, d, v)
 			}
-			if st.Verb == VerbUpgrade && d.Verdict == contract.Block {
+			if st.Verb == v1alpha1.VerbUpgrade && d.Verdict == contract.Block {
 				*v = append(*v, violation(RuleUpgradeWhileBlocked, p, st, s.Steps, s,
 					fmt.Sprintf("the operator was replaced while the %s gate blocked: %s", p, d.Reason)))
 			}
-			if st.Verb == VerbCheck && st.Expect != "" && p == cfg.Primary && d.Verdict != st.Expect {
+			if st.Verb == v1alpha1.VerbCheck && st.Expect != "" && p == cfg.Primary && d.Verdict != st.Expect {
 				*v = append(*v, violation(RuleCheckExpectation, p, st, s.Steps, s,
 					fmt.Sprintf("the trace expects %s here, the %s gate says %s: %s", st.Expect, p, d.Verdict, d.Reason)))
 			}
 		}
 	}
-	if st.Verb == VerbUpgrade {
-		if cfg.mode() == contract.HandshakeRequestAck && !s.Acked {
+	if st.Verb == v1alpha1.VerbUpgrade {
+		if cfg.mode() == v1alpha1.HandshakeRequestAck && !s.Acked {
 			msg := "upgrade, but no upgrade request was made"
 			if s.Requested {
 				msg = fmt.Sprintf("upgrade, but the operator never answered request %d (step %d) with Upgradeable=True", s.Token, s.ReqStep)
@@ -416,7 +358,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 // refusedBy says whose rules refused a write.
 func refusedBy(cfg *Config, st Step) string {
 	switch {
-	case st.Target == TargetOperatorCondition:
+	case st.Target == v1alpha1.TargetOperatorCondition:
 		return "by OLM's OperatorCondition CRD, operators.coreos.com/v2"
 	case cfg.CR != nil:
 		return fmt.Sprintf("by the CRD of %s %s", cfg.Source.Kind, cfg.Source.APIVersion)
@@ -428,11 +370,11 @@ func refusedBy(cfg *Config, st Step) string {
 // a CRD that would have refused it.
 func recordedWrite(cfg *Config, o Object, st Step) (Object, bool) {
 	switch st.Verb {
-	case VerbCreate:
+	case v1alpha1.VerbCreate:
 		return NewObject(st.Value), !cfg.StatusSubresource && st.Value["status"] != nil
-	case VerbUpdate:
+	case v1alpha1.VerbUpdate:
 		return update(cfg, o, st.Value)
-	case VerbUpdateStatus:
+	case v1alpha1.VerbUpdateStatus:
 		return writeStatus(cfg, o, st.Value), true
 	}
 	return o, false
@@ -471,7 +413,7 @@ func update(cfg *Config, o Object, patch map[string]interface{}) (Object, bool) 
 		case "apiVersion", "kind":
 		case "metadata":
 			mp, _ := pv.(map[string]interface{})
-			o.Meta = apiserver.MergePatch(o.Meta, withoutKey(mp, "generation")) // generation is server-managed
+			o.Meta = jsonobj.MergePatch(o.Meta, withoutKey(mp, "generation")) // generation is server-managed
 		case "status":
 			statusPatch, _ = pv.(map[string]interface{})
 			hasStatus = true
@@ -481,17 +423,17 @@ func update(cfg *Config, o Object, patch map[string]interface{}) (Object, bool) 
 	}
 	changed := false
 	if len(bodyPatch) > 0 {
-		nb := apiserver.MergePatch(o.Body, bodyPatch)
-		changed = !equalJSON(nb, o.Body) && !(len(nb) == 0 && len(o.Body) == 0)
+		nb := jsonobj.MergePatch(o.Body, bodyPatch)
+		changed = !jsonobj.Equal(nb, o.Body) && !(len(nb) == 0 && len(o.Body) == 0)
 		o.Body = nb
 	}
 	statusChanged := false
 	if hasStatus && !cfg.StatusSubresource {
 		var ns map[string]interface{}
 		if patch["status"] != nil {
-			ns = apiserver.MergePatch(o.Status, statusPatch)
+			ns = jsonobj.MergePatch(o.Status, statusPatch)
 		}
-		if !equalJSON(ns, o.Status) {
+		if !jsonobj.Equal(ns, o.Status) {
 			o = o.withStatus(ns)
 			statusChanged, changed = true, true
 		}
@@ -520,7 +462,7 @@ func withoutKey(m map[string]interface{}, key string) map[string]interface{} {
 // the operator can only write status through the main resource, which is a
 // change outside metadata and bumps generation.
 func writeStatus(cfg *Config, o Object, status map[string]interface{}) Object {
-	changed := !equalJSON(status, o.Status)
+	changed := !jsonobj.Equal(status, o.Status)
 	o = o.withStatus(status)
 	if !cfg.StatusSubresource && changed {
 		o.Generation++
@@ -528,21 +470,13 @@ func writeStatus(cfg *Config, o Object, status map[string]interface{}) Object {
 	return o
 }
 
-func overrides(oc Object) []contract.Condition {
-	spec, _ := oc.Body["spec"].(map[string]interface{})
-	conds, _, _ := readConditions(map[string]interface{}{"conditions": spec["overrides"]})
-	return conds
-}
-
-// observation is what the gate sees of the CR.
-func observation(s *State) contract.Observation {
-	return contract.Observation{
-		Exists:                   s.CR.Exists,
-		Generation:               s.CR.Generation,
-		StatusObservedGeneration: s.CR.StatusOG,
-		Conditions:               s.CR.Conditions,
-		Overrides:                overrides(s.OC),
-	}
+// observation is what the gate sees of the CR, with the admin's
+// overrides of the OperatorCondition and the handshake's echo.
+func observation(cfg *Config, s *State) contract.Observation {
+	o := s.CR.Observation()
+	o.Overrides = s.OC.Overrides()
+	o.Echo = contract.EchoOf(s.CR.Status, cfg.Source)
+	return o
 }
 
 // Verdicts evaluates every policy of cfg on s, as a check at this moment
@@ -555,71 +489,11 @@ func Verdicts(cfg *Config, s State) []contract.Decision {
 	return out
 }
 
-// gate evaluates policy p now.
+// gate evaluates policy p now: contract.Decide on the CR, the
+// OperatorCondition and the standing request.
 func gate(cfg *Config, s *State, p contract.Policy) contract.Decision {
-	switch cfg.mode() {
-	case contract.HandshakeOperatorCondition:
-		// OLM's own flow: isOperatorUpgradeable on the OperatorCondition.
-		obs := contract.Observation{Exists: s.OC.Exists, Generation: s.OC.Generation, Conditions: s.OC.Conditions, Overrides: overrides(s.OC)}
-		return contract.Gate(p, nil, obs)
-	case contract.HandshakeRequestAck:
-		if p != contract.PolicyNaive {
-			return handshakeGate(cfg, s, p)
-		}
-	}
-	return contract.Gate(p, cfg.Source, observation(s))
-}
-
-// handshakeGate allows once the standing request is answered True, as far
-// as OLM can see: through the spec field's generation, or the echoed
-// token. With an annotation request and no echo, OLM cannot tell an answer
-// from an old report and falls back to freshness, which is the seed's flaw.
-func handshakeGate(cfg *Config, s *State, p contract.Policy) contract.Decision {
-	obs := observation(s)
-	if !s.CR.Exists {
-		return contract.Gate(p, cfg.Source, obs)
-	}
-	if d, ok := contract.Override(obs.Overrides); ok {
-		return d
-	}
-	if !s.Requested {
-		return contract.Decision{Verdict: contract.Block, Reason: "no upgrade request stands"}
-	}
-	r := cfg.request()
-	ack := cfg.ackPath()
-	if r.Annotation != "" && ack == nil {
-		d := contract.Gate(p, cfg.Source, obs)
-		d.Reason = fmt.Sprintf("request %d is an annotation with no echo, so freshness decides: %s", s.Token, d.Reason)
-		return d
-	}
-	token := s.TokenValue
-	var parts []string
-	for _, t := range cfg.Source.ConditionTypes() {
-		c := contract.Find(s.CR.Conditions, t)
-		if c == nil {
-			return contract.Decision{Verdict: contract.Block, Reason: fmt.Sprintf("request %d unanswered: no %s condition", s.Token, t)}
-		}
-		if r.SpecPath != "" {
-			og := obs.ObservedGeneration(c)
-			if og == nil || *og < s.ReqGen {
-				return contract.Decision{Verdict: contract.Block, Reason: fmt.Sprintf("request %d unanswered: %s=%s is for generation %s, the request is generation %d", s.Token, t, c.Status, fmtOG(og), s.ReqGen)}
-			}
-		} else if echo, _ := nestedString(s.CR.Status, ack[1:]); echo != token {
-			return contract.Decision{Verdict: contract.Block, Reason: fmt.Sprintf("request %d unanswered: status echoes %q", s.Token, echo)}
-		}
-		if c.Status != contract.StatusTrue {
-			return contract.Decision{Verdict: contract.Block, Reason: fmt.Sprintf("request %d answered %s=%s", s.Token, t, c.Status)}
-		}
-		parts = append(parts, fmt.Sprintf("%s=True", t))
-	}
-	return contract.Decision{Verdict: contract.Allow, Reason: fmt.Sprintf("request %d answered %s", s.Token, strings.Join(parts, ", "))}
-}
-
-func fmtOG(g *int64) string {
-	if g == nil {
-		return "absent"
-	}
-	return strconv.FormatInt(*g, 10)
+	oc := contract.Observation{Exists: s.OC.Exists, Generation: s.OC.Generation, Conditions: s.OC.Conditions, Overrides: s.OC.Overrides()}
+	return contract.Decide(p, cfg.Source, observation(cfg, s), oc, s.Request())
 }
 
 // afterStatus runs the checks a status write triggers: future and
@@ -644,28 +518,28 @@ func afterStatus(cfg *Config, s State, st Step, v *[]Violation) State {
 		*v = append(*v, violation(RuleDuplicateCondition, "", st, s.Steps, s,
 			fmt.Sprintf("two %s conditions in one status; OLM reads the first", o.Duplicate)))
 	}
-	if st.Actor != ActorOperator && st.Verb != VerbCreate {
+	if st.Actor != v1alpha1.ActorOperator && st.Verb != v1alpha1.VerbCreate {
 		return s
 	}
 	r := reportOf(o, s.Steps)
-	if cfg.mode() == contract.HandshakeRequestAck && s.Requested && !s.Upgraded {
+	if cfg.mode() == v1alpha1.HandshakeRequestAck && s.Requested && !s.Upgraded {
 		switch {
-		case s.Acked && r.status != contract.StatusTrue:
+		case s.Acked && r.Status != contract.StatusTrue:
 			*v = append(*v, violation(RuleLockBroken, "", st, s.Steps, s,
-				fmt.Sprintf("having answered request %d with Upgradeable=True, the operator reported Upgradeable=%s before the upgrade", s.Token, orNone(r.status))))
+				fmt.Sprintf("having answered request %d with Upgradeable=True, the operator reported Upgradeable=%s before the upgrade", s.Token, orNone(r.Status))))
 			s.Acked = false
-		case !s.Acked && r.status == contract.StatusTrue && answers(cfg, s, r):
+		case !s.Acked && r.Status == contract.StatusTrue && answers(cfg, s, r):
 			s.Acked = true
 		}
 	}
-	if r.hasOG {
+	if r.HasOG {
 		for i := range cfg.Policies {
 			for j := range s.Pending[i] {
 				pe := &s.Pending[i][j]
-				if !pe.used || pe.gen != r.og {
+				if !pe.used || pe.gen != r.ObservedGeneration {
 					continue
 				}
-				if r.status == contract.StatusFalse {
+				if r.Status == contract.StatusFalse {
 					msg := fmt.Sprintf("the gate allowed at step %d, generation %d, but the operator's first report for generation %d, at step %d, is Upgradeable=False", pe.step, pe.gen, pe.gen, s.Steps)
 					viol := violation(RuleUnsafeApproval, cfg.Policies[i], st, pe.step, s, msg)
 					viol.Line = pe.line
@@ -690,14 +564,13 @@ func orNone(s string) string {
 // truth: a spec request is answered by a report for a generation at least
 // the request's; an echoed one by the echo; an annotation without echo by
 // any report made after the request (the best the run can know).
-func answers(cfg *Config, s State, r report) bool {
+func answers(cfg *Config, s State, r Report) bool {
 	req := cfg.request()
 	switch {
 	case req.SpecPath != "":
-		return r.hasOG && r.og >= s.ReqGen
-	case cfg.ackPath() != nil:
-		echo, _ := nestedString(s.CR.Status, cfg.ackPath()[1:])
-		return echo == s.TokenValue
+		return r.HasOG && r.ObservedGeneration >= s.ReqGen
+	case cfg.Source.AckPath() != nil:
+		return contract.EchoOf(s.CR.Status, cfg.Source) == s.TokenValue
 	}
 	return s.Steps > s.ReqStep
 }
@@ -710,23 +583,24 @@ func approved(cfg *Config, s State, st Step, i int, p contract.Policy, d contrac
 	if strings.HasPrefix(d.Reason, contract.OverridePrefix) {
 		return s // an admin decided; that is not the gate's information
 	}
-	if cfg.mode() == contract.HandshakeOperatorCondition {
+	if cfg.mode() == v1alpha1.HandshakeOperatorCondition {
 		if s.OC.Exists {
 			c := contract.Find(s.OC.Conditions, contract.ConditionUpgradeable)
 			if c == nil || c.Status != contract.StatusTrue || c.ObservedGeneration == nil || *c.ObservedGeneration != s.OC.Generation {
+				oc := contract.Observation{Generation: s.OC.Generation}
 				*v = append(*v, violation(RuleUnsafeApproval, p, st, s.Steps, s,
-					fmt.Sprintf("the %s gate allowed on the OperatorCondition's %s, which is not a fresh Upgradeable=True", p, describe(c, s.OC.Generation, nil))))
+					fmt.Sprintf("the %s gate allowed on the OperatorCondition's %s, which is not a fresh Upgradeable=True", p, contract.DescribeCondition(c, oc))))
 				return s // reported; no need to wait for the operator's word
 			}
 		}
 	} else if s.CR.Exists {
-		obs := observation(&s)
+		obs := observation(cfg, &s)
 		for _, t := range cfg.Source.ConditionTypes() {
 			c := contract.Find(s.CR.Conditions, t)
 			fresh := c != nil && c.Status == contract.StatusTrue && obs.Freshness(c) == contract.Fresh
-			if !fresh && !(cfg.mode() == contract.HandshakeRequestAck && s.Acked) {
+			if !fresh && !(cfg.mode() == v1alpha1.HandshakeRequestAck && s.Acked) {
 				*v = append(*v, violation(RuleUnsafeApproval, p, st, s.Steps, s,
-					fmt.Sprintf("the %s gate allowed on %s, which is not a fresh %s=True", p, describe(c, s.CR.Generation, s.CR.StatusOG), t)))
+					fmt.Sprintf("the %s gate allowed on %s, which is not a fresh %s=True", p, contract.DescribeCondition(c, obs), t)))
 				return s
 			}
 		}
@@ -756,28 +630,17 @@ func approved(cfg *Config, s State, st Step, i int, p contract.Policy, d contrac
 	return s
 }
 
-func describe(c *contract.Condition, gen int64, statusOG *int64) string {
-	if c == nil {
-		return "no Upgradeable condition"
-	}
-	og := c.ObservedGeneration
-	if og == nil {
-		og = statusOG
-	}
-	return fmt.Sprintf("%s=%s (observedGeneration %s, generation %d)", c.Type, c.Status, fmtOG(og), gen)
-}
-
 func mismatch(cfg *Config, st Step, s State, before Object) Violation {
 	predicted, recorded := s.CR.Generation, *st.Recorded
 	var why string
 	switch {
-	case st.Verb == VerbUpdateStatus && recorded > before.Generation && cfg.StatusSubresource:
+	case st.Verb == v1alpha1.VerbUpdateStatus && recorded > before.Generation && cfg.StatusSubresource:
 		why = "a status write bumped generation, which only happens when the status subresource is off"
-	case st.Verb == VerbUpdateStatus && recorded == before.Generation && !cfg.StatusSubresource:
+	case st.Verb == v1alpha1.VerbUpdateStatus && recorded == before.Generation && !cfg.StatusSubresource:
 		why = "a status write left generation alone, which only happens when the status subresource is on"
-	case st.Verb == VerbUpdate && recorded == before.Generation && predicted > before.Generation:
+	case st.Verb == v1alpha1.VerbUpdate && recorded == before.Generation && predicted > before.Generation:
 		why = "a change outside metadata did not bump generation"
-	case st.Verb == VerbUpdate && recorded > before.Generation && predicted == before.Generation:
+	case st.Verb == v1alpha1.VerbUpdate && recorded > before.Generation && predicted == before.Generation:
 		why = "a metadata-only change bumped generation"
 	default:
 		why = "the apiserver's rules predict another generation"
@@ -790,10 +653,10 @@ func mismatch(cfg *Config, st Step, s State, before Object) Violation {
 // while the operator's last report is True.
 func Finish(cfg *Config, s State) []Violation {
 	var out []Violation
-	if !s.Report.made || s.Report.status != contract.StatusTrue || s.Upgraded {
+	if !s.Report.made || s.Report.Status != contract.StatusTrue || s.Upgraded {
 		return nil // nothing reported True, or the question is answered
 	}
-	if cfg.mode() == contract.HandshakeRequestAck && !s.Requested {
+	if cfg.mode() == v1alpha1.HandshakeRequestAck && !s.Requested {
 		return nil // no request stands: the gate is idle, not stuck
 	}
 	for _, p := range cfg.Policies {

@@ -2,17 +2,15 @@ package simulate
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -54,28 +52,28 @@ func TestGenerationModel(t *testing.T) {
 		wantStatus  string
 	}{
 		{name: "a spec change bumps generation", subresource: true, initial: cr(5, spec, up("True", 5)),
-			step: Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{"spec": map[string]interface{}{"storageLayer": "MariaDB"}}}, wantGen: 6, wantExists: true, wantStatus: "True"},
+			step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: map[string]interface{}{"spec": map[string]interface{}{"storageLayer": "MariaDB"}}}, wantGen: 6, wantExists: true, wantStatus: "True"},
 		{name: "writing the same spec does not", subresource: true, initial: cr(5, spec, nil),
-			step: Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{"spec": map[string]interface{}{"storageLayer": "PostgreSQL"}}}, wantGen: 5, wantExists: true},
+			step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: map[string]interface{}{"spec": map[string]interface{}{"storageLayer": "PostgreSQL"}}}, wantGen: 5, wantExists: true},
 		{name: "labels and annotations never do", subresource: true, initial: cr(5, spec, nil),
-			step: Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{"a": "b"}, "annotations": map[string]interface{}{"x": "y"}, "finalizers": []interface{}{"f"}}}}, wantGen: 5, wantExists: true},
+			step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{"a": "b"}, "annotations": map[string]interface{}{"x": "y"}, "finalizers": []interface{}{"f"}}}}, wantGen: 5, wantExists: true},
 		{name: "a client cannot set generation", subresource: true, initial: cr(5, spec, nil),
-			step: Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{"metadata": map[string]interface{}{"generation": int64(99)}}}, wantGen: 5, wantExists: true},
+			step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: map[string]interface{}{"metadata": map[string]interface{}{"generation": int64(99)}}}, wantGen: 5, wantExists: true},
 		{name: "a status write through /status never does", subresource: true, initial: cr(5, spec, up("True", 4)),
-			step: Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: up("False", 5)}, wantGen: 5, wantExists: true, wantStatus: "False"},
+			step: Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: up("False", 5)}, wantGen: 5, wantExists: true, wantStatus: "False"},
 		{name: "without the subresource a status write does", subresource: false, initial: cr(5, spec, up("True", 4)),
-			step: Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: up("True", 5)}, wantGen: 6, wantExists: true, wantStatus: "True"},
+			step: Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: up("True", 5)}, wantGen: 6, wantExists: true, wantStatus: "True"},
 		{name: "with the subresource status in a main write is dropped", subresource: true, initial: cr(5, spec, up("True", 5)),
-			step: Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{"status": up("False", 5)}}, wantGen: 5, wantExists: true, wantStatus: "True"},
+			step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: map[string]interface{}{"status": up("False", 5)}}, wantGen: 5, wantExists: true, wantStatus: "True"},
 		{name: "without it status in a main write lands and bumps", subresource: false, initial: cr(5, spec, up("True", 5)),
-			step: Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{"status": up("False", 5), "spec": map[string]interface{}{"storageLayer": "MariaDB"}}}, wantGen: 6, wantExists: true, wantStatus: "False"},
+			step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: map[string]interface{}{"status": up("False", 5), "spec": map[string]interface{}{"storageLayer": "MariaDB"}}}, wantGen: 6, wantExists: true, wantStatus: "False"},
 		{name: "create sets generation 1 and drops status", subresource: true, initial: nil,
-			step: Step{Actor: ActorUser, Verb: VerbCreate, Value: cr(9, spec, up("True", 9))}, wantGen: 1, wantExists: true},
+			step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbCreate, Value: cr(9, spec, up("True", 9))}, wantGen: 1, wantExists: true},
 		{name: "delete without finalizers removes it", subresource: true, initial: cr(5, spec, nil),
-			step: Step{Actor: ActorUser, Verb: VerbDelete}, wantExists: false},
+			step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbDelete}, wantExists: false},
 		{name: "delete with finalizers sets deletionTimestamp, which bumps", subresource: true,
 			initial: map[string]interface{}{"apiVersion": "a/v1", "kind": "K", "metadata": map[string]interface{}{"name": "n", "generation": int64(5), "finalizers": []interface{}{"x"}}},
-			step:    Step{Actor: ActorUser, Verb: VerbDelete}, wantGen: 6, wantExists: true},
+			step:    Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbDelete}, wantGen: 6, wantExists: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,32 +100,22 @@ func TestGenerationModel(t *testing.T) {
 	}
 }
 
-func TestMergePatch(t *testing.T) {
-	target := map[string]interface{}{"a": "b", "c": map[string]interface{}{"d": "e", "f": "g"}, "list": []interface{}{1, 2}}
-	patch := map[string]interface{}{"a": "z", "c": map[string]interface{}{"f": nil, "h": "i"}, "list": []interface{}{3}, "new": true}
-	got := apiserver.MergePatch(target, patch)
-	assert.Equal(t, map[string]interface{}{"a": "z", "c": map[string]interface{}{"d": "e", "h": "i"}, "list": []interface{}{3}, "new": true}, got)
-	assert.Equal(t, "b", target["a"], "the target is not modified")
-	assert.Equal(t, map[string]interface{}{"d": "e", "f": "g"}, target["c"])
-	assert.Equal(t, patch, apiserver.CreateMergePatch(target, got), "diffPatch is mergePatch's inverse")
-}
-
 func TestOperatorConditionSync(t *testing.T) {
 	cfg := benchConfig()
-	cfg.Source.Handshake = &contract.Handshake{Mode: contract.HandshakeOperatorCondition}
+	cfg.Source.Handshake = &v1alpha1.Handshake{Mode: v1alpha1.HandshakeOperatorCondition}
 	s := mustInitial(t, cfg, cr(1, map[string]interface{}{}, nil), nil)
 	var err error
-	s, _, err = Next(cfg, s, Step{Actor: ActorOperator, Verb: VerbUpdate, Target: TargetOperatorCondition,
+	s, _, err = Next(cfg, s, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdate, Target: v1alpha1.TargetOperatorCondition,
 		Value: map[string]interface{}{"spec": map[string]interface{}{"conditions": []interface{}{condition("Upgradeable", false)}}}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), s.OC.Generation, "a spec write bumps the OperatorCondition")
 	assert.Empty(t, s.OC.Conditions, "OLM has not copied it yet")
-	s, _, err = Next(cfg, s, Step{Actor: ActorOLM, Verb: VerbUpdateStatus, Target: TargetOperatorCondition})
+	s, _, err = Next(cfg, s, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition})
 	require.NoError(t, err)
 	require.Len(t, s.OC.Conditions, 1)
 	assert.Equal(t, "False", s.OC.Conditions[0].Status)
 	assert.Equal(t, int64(2), *s.OC.Conditions[0].ObservedGeneration, "syncOperatorConditionStatus stamps the generation")
-	s, out, err := Next(cfg, s, Step{Actor: ActorOLM, Verb: VerbCheck})
+	s, out, err := Next(cfg, s, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck})
 	require.NoError(t, err)
 	assert.Equal(t, contract.Block, out.Verdicts[0].Verdict)
 	_ = s
@@ -141,11 +129,11 @@ func TestNonsenseSteps(t *testing.T) {
 		step    Step
 		msg     string
 	}{
-		{name: "a status write before create", step: Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: up("True", 1)}, msg: "status write before the CR exists"},
-		{name: "an update before create", step: Step{Actor: ActorUser, Verb: VerbUpdate, Value: map[string]interface{}{}}, msg: "update, but the CR does not exist"},
-		{name: "a create of what exists", initial: cr(1, nil, nil), step: Step{Actor: ActorUser, Verb: VerbCreate, Value: cr(1, nil, nil)}, msg: "create, but the CR exists already"},
-		{name: "a delete of nothing", step: Step{Actor: ActorUser, Verb: VerbDelete}, msg: "delete, but the CR does not exist"},
-		{name: "a request without a handshake", initial: cr(1, nil, nil), step: Step{Actor: ActorOLM, Verb: VerbRequest}, msg: "OLM request, but the status source declares no RequestAck handshake"},
+		{name: "a status write before create", step: Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: up("True", 1)}, msg: "status write before the CR exists"},
+		{name: "an update before create", step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: map[string]interface{}{}}, msg: "update, but the CR does not exist"},
+		{name: "a create of what exists", initial: cr(1, nil, nil), step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbCreate, Value: cr(1, nil, nil)}, msg: "create, but the CR exists already"},
+		{name: "a delete of nothing", step: Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbDelete}, msg: "delete, but the CR does not exist"},
+		{name: "a request without a handshake", initial: cr(1, nil, nil), step: Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbRequest}, msg: "OLM request, but the status source declares no RequestAck handshake"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,76 +142,6 @@ func TestNonsenseSteps(t *testing.T) {
 			var se *StepError
 			require.True(t, errors.As(err, &se), "%v", err)
 			assert.Contains(t, err.Error(), "t.yaml:7: step 1: "+tt.msg)
-		})
-	}
-}
-
-func TestDecodeStepErrors(t *testing.T) {
-	tests := []struct {
-		step string
-		msg  string
-	}{
-		{"{actor: robot, update: {}}", `unknown actor "robot"`},
-		{"{actor: user, edit: {}}", `unknown step field "edit"`},
-		{"{actor: user}", "a step needs a verb"},
-		{"{update: {}}", "a step needs an actor"},
-		{"{actor: user, update: {}, delete: {}}", "one verb per step"},
-		{"{actor: user, check: {}}", "user cannot check the status source"},
-		{"{actor: olm, updateStatus: {}}", "olm cannot updateStatus the status source"},
-		{"{actor: operator, target: Pod, update: {}}", `unknown target "Pod"`},
-		{"{actor: olm, check: {expect: Maybe}}", "expect must be Allow or Block"},
-		{"{actor: user, update: [1]}", "update needs an object"},
-		{"just a string", "a step is a mapping"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.step, func(t *testing.T) {
-			body := "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial: null\nsteps:\n- {actor: olm, check: {}}\n- " + tt.step + "\n"
-			tr, err := OpenReader("t.yaml", strings.NewReader(body), OpenOptions{Format: FormatTrace})
-			require.NoError(t, err)
-			_, err = tr.Next()
-			if err == nil {
-				_, err = tr.Next()
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "t.yaml:6: "+tt.msg)
-		})
-	}
-}
-
-func TestTraceErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		data string
-		opts OpenOptions
-		msg  string
-	}{
-		{name: "yaml that does not parse", data: "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial:\n  a: [\nsteps:\n- {actor: olm, check: {}}\n", msg: "t.yaml:4:"},
-		{name: "a step that does not parse", data: "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial: null\nsteps:\n- {actor: olm, check: {}}\n- {actor: [\n", msg: "t.yaml:6: invalid YAML"},
-		{name: "the wrong apiVersion", data: "apiVersion: v1\nkind: StatusTrace\ninitial: null\nsteps: []\n", opts: OpenOptions{Format: FormatTrace}, msg: `apiVersion is "v1"`},
-		{name: "an unknown field", data: "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial: null\nstep: []\n", msg: `unknown StatusTrace field "step"`},
-		{name: "keys after the steps", data: "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial: null\nsteps:\n- {actor: olm, check: {}}\nmetadata: {name: x}\n", msg: "t.yaml:6: keys after steps"},
-		{name: "an empty file", data: "\n\n", msg: "empty trace"},
-		{name: "snapshots of other objects only", data: `{"apiVersion":"a.io/v1","kind":"A","metadata":{"name":"one"}}` + "\n" + `{"apiVersion":"a.io/v1","kind":"A","metadata":{"name":"two"}}`,
-			opts: OpenOptions{Source: &contract.StatusSource{APIVersion: "a.io/v1", Kind: "A", Name: "three"}}, msg: "t.yaml: no recording of A three in the input; it has A one (1), A two (1)"},
-		{name: "a StatusTrace read as snapshots", data: "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial: null\nsteps: []\n",
-			opts: OpenOptions{Format: FormatSnapshots}, msg: "this is a StatusTrace, not a recording of the status source: read it with --format trace"},
-		{name: "a snapshot that is not an object", data: `{"apiVersion":"a.io/v1","kind":"A","metadata":{"name":"one"}}` + "\n[1, 2]", msg: "t.yaml:2: a snapshot must be a Kubernetes object"},
-		{name: "truncated json", data: `{"apiVersion":"a.io/v1","kind":"A","metadata":{"name":"one"}}` + "\n{\"a\": ", msg: "t.yaml:2: unexpected end of input"},
-		{name: "an audit log without a source", data: `{"kind":"Event","apiVersion":"audit.k8s.io/v1","verb":"get"}`, msg: "an audit log needs the status source"},
-		{name: "an audit event without a response", data: `{"kind":"Event","apiVersion":"audit.k8s.io/v1","verb":"update","stage":"ResponseComplete","objectRef":{"name":"n","apiGroup":"a.io","resource":"as"}}`,
-			opts: OpenOptions{Source: &contract.StatusSource{APIVersion: "a.io/v1", Kind: "A", Name: "n"}}, msg: "t.yaml:1: a update of n has no responseObject"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tr, err := OpenReader("t.yaml", strings.NewReader(tt.data), tt.opts)
-			if err == nil {
-				for err == nil {
-					_, err = tr.Next()
-				}
-				require.False(t, errors.Is(err, io.EOF), "want an error, the trace was read")
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.msg)
 		})
 	}
 }
@@ -256,31 +174,9 @@ func TestReplayStreamsInConstantMemory(t *testing.T) {
 	assert.Less(t, large, small+4<<20, "ten times the steps may not cost more than 4 MiB more heap")
 }
 
-func TestTraceLimits(t *testing.T) {
-	steps := strings.Repeat("- {actor: olm, check: {}}\n", 20)
-	body := "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\nstatusSource: {apiVersion: a.io/v1, kind: A, name: a}\ninitial: null\nsteps:\n" + steps
-	lim := DefaultLimits
-	lim.MaxSteps = 10
-	tr, err := OpenReader("long.yaml", strings.NewReader(body), OpenOptions{Limits: lim})
-	require.NoError(t, err)
-	cfg, _, err := (*Context)(nil).Config(tr, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
-	require.NoError(t, err)
-	_, err = Replay(tr, cfg, nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "long.yaml:16: the trace is longer than 10 steps")
-
-	lim = DefaultLimits
-	lim.Manifest.MaxFileSize = 100
-	long := "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\ninitial: null\nsteps:\n- {actor: user, create: {apiVersion: a.io/v1, kind: A, metadata: {name: " + strings.Repeat("a", 200) + "}}}\n"
-	tr, err = OpenReader("wide.yaml", strings.NewReader(long), OpenOptions{Limits: lim})
-	if err == nil {
-		_, err = tr.Next()
-	}
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "wide.yaml:5:")
-	assert.Contains(t, err.Error(), "100-byte limit")
-
-	tr, err = OpenReader("big.yaml", strings.NewReader("apiVersion: a.io/v1\nkind: A\nmetadata: {name: a}\ndata: "+strings.Repeat("x", 300<<10)+"\n"), OpenOptions{Limits: lim})
-	require.Error(t, err, "a snapshot over the limit")
-	assert.Contains(t, err.Error(), "big.yaml")
+// condition is an Upgradeable-style condition as meta.SetStatusCondition
+// writes it.
+func condition(t string, ok bool) map[string]interface{} {
+	s := map[bool]string{true: "True", false: "False"}[ok]
+	return map[string]interface{}{"type": t, "status": s, "reason": "R", "message": "m", "lastTransitionTime": "2024-01-01T00:00:00Z"}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/source"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 // FidelityCase is one trace of testdata/traces/fidelity: the upstream
@@ -88,19 +90,19 @@ func TestFidelity(t *testing.T) {
 			name += "/no-crd"
 		}
 		t.Run(name, func(t *testing.T) {
-			var ctx *Context
+			var ctx *source.Context
 			if tc.crd != "" {
 				var err error
-				ctx, err = ContextFromCRD(filepath.Join(testutil.RepoRoot(), tc.crd), "cool.operators.corp/v1beta1/CoolOperator/cool-operator")
+				ctx, err = source.FromCRD(filepath.Join(testutil.RepoRoot(), tc.crd), "cool.operators.corp/v1beta1/CoolOperator/cool-operator")
 				require.NoError(t, err)
 			}
-			tr, err := Open(fidelityPath(tc.trace), OpenOptions{})
+			tr, err := trace.Open(fidelityPath(tc.trace), trace.OpenOptions{})
 			require.NoError(t, err)
 			defer tr.Close()
 			if ctx != nil {
 				ctx.Source = tr.Source // the trace's handshake and whenAbsent
 			}
-			cfg, _, err := ctx.Config(tr, contract.Policies(), contract.PolicyOLM)
+			cfg, _, err := NewConfig(ctx, tr, contract.Policies(), contract.PolicyOLM)
 			require.NoError(t, err)
 			var gens []int64
 			sum, err := Replay(tr, cfg, func(r Row) error {

@@ -98,10 +98,7 @@ func violation(id string, p contract.Policy, st Step, step int, s State, msg str
 	v.Evidence.Token = s.Token
 	if c := contract.Find(s.CR.Conditions, contract.ConditionUpgradeable); c != nil {
 		v.Evidence.Condition = c.Status
-		v.Evidence.ObservedGeneration = c.ObservedGeneration
-		if c.ObservedGeneration == nil {
-			v.Evidence.ObservedGeneration = s.CR.StatusOG
-		}
+		v.Evidence.ObservedGeneration = s.CR.Observation().ObservedGeneration(c)
 	}
 	return v
 }

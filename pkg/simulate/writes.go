@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	olmcrds "github.com/operator-framework/api/crds"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	olmcrds "github.com/operator-framework/api/crds"
-
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
 
@@ -29,10 +30,10 @@ import (
 // that a differential test holds equal to package apiserver's answer, so
 // a trace of millions of steps replays in seconds.
 
-// OperatorCondition's API.
+// The OperatorCondition's API, as OLM serves it.
 const (
-	ocAPIVersion = "operators.coreos.com/v2"
-	ocKind       = "OperatorCondition"
+	OperatorConditionAPIVersion = "operators.coreos.com/v2"
+	OperatorConditionKind       = "OperatorCondition"
 )
 
 // Epoch is the time the apiserver model stamps when no clock is given:
@@ -99,11 +100,15 @@ func Schemaless(gvk schema.GroupVersionKind, statusSubresource bool) (*apiserver
 	return r, nil
 }
 
-// memo remembers the apiserver model's answers during one exploration,
-// where the same write to the same object recurs in many interleavings.
-// Keys are the operation and the JSON of its inputs, so an answer is only
-// reused for exactly the same question.
-type memo map[string]memoEntry
+// Memo remembers the apiserver model's answers during one run, where the
+// same write to the same object recurs (in many interleavings of an
+// exploration). Keys are the operation and the JSON of its inputs, so an
+// answer is only reused for exactly the same question. A Memo is not safe
+// for concurrent use.
+type Memo map[string]memoEntry
+
+// NewMemo returns an empty Memo.
+func NewMemo() Memo { return Memo{} }
 
 // maxMemo bounds the answers remembered (a few hundred bytes each).
 const maxMemo = 200_000
@@ -116,7 +121,7 @@ type memoEntry struct {
 
 // ask runs f, or returns its remembered answer.
 func (c *Config) ask(op string, old, arg map[string]interface{}, f func() (map[string]interface{}, bool, *apiserver.Refusal)) (map[string]interface{}, bool, *apiserver.Refusal) {
-	if c.memo == nil {
+	if c.Memo == nil {
 		return f()
 	}
 	a, errA := json.Marshal(old)
@@ -125,14 +130,14 @@ func (c *Config) ask(op string, old, arg map[string]interface{}, f func() (map[s
 		return f()
 	}
 	key := op + "\x00" + string(a) + "\x00" + string(b)
-	if e, ok := c.memo[key]; ok {
+	if e, ok := c.Memo[key]; ok {
 		return e.out, e.deleted, e.rf
 	}
 	out, deleted, rf := f()
-	if len(c.memo) >= maxMemo {
-		clear(c.memo) // a very deep search: start over rather than grow without end
+	if len(c.Memo) >= maxMemo {
+		clear(c.Memo) // a very deep search: start over rather than grow without end
 	}
-	c.memo[key] = memoEntry{out, deleted, rf}
+	c.Memo[key] = memoEntry{out, deleted, rf}
 	return out, deleted, rf
 }
 
@@ -226,7 +231,7 @@ func updateCR(cfg *Config, o Object, patch map[string]interface{}) (writeResult,
 	}
 	full := cfg.crFull(o)
 	out, deleted, rf := cfg.ask("update", full, patch, func() (map[string]interface{}, bool, *apiserver.Refusal) {
-		return res.Update(full, apiserver.MergePatch(full, patch))
+		return res.Update(full, jsonobj.MergePatch(full, patch))
 	})
 	switch {
 	case rf != nil:
@@ -235,7 +240,7 @@ func updateCR(cfg *Config, o Object, patch map[string]interface{}) (writeResult,
 		return writeResult{obj: Object{}}, nil
 	}
 	n := NewObject(out)
-	return writeResult{obj: n, changed: !equalJSON(n.Status, o.Status)}, nil
+	return writeResult{obj: n, changed: !jsonobj.Equal(n.Status, o.Status)}, nil
 }
 
 // statusCR runs the operator's status write.
@@ -299,19 +304,19 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 	if err != nil {
 		return writeResult{}, "", err
 	}
-	if st.Verb != VerbCreate && !oc.Exists {
+	if st.Verb != v1alpha1.VerbCreate && !oc.Exists {
 		return writeResult{}, fmt.Sprintf("%s of the OperatorCondition, which does not exist", st.Verb), nil
 	}
-	full := oc.full(ocAPIVersion, ocKind)
+	full := oc.full(OperatorConditionAPIVersion, OperatorConditionKind)
 	var out map[string]interface{}
 	var rf *apiserver.Refusal
 	deleted := false
 	switch st.Verb {
-	case VerbUpdate:
+	case v1alpha1.VerbUpdate:
 		out, deleted, rf = cfg.ask("oc-update", full, st.Value, func() (map[string]interface{}, bool, *apiserver.Refusal) {
-			return res.Update(full, apiserver.MergePatch(full, st.Value))
+			return res.Update(full, jsonobj.MergePatch(full, st.Value))
 		})
-	case VerbUpdateStatus:
+	case v1alpha1.VerbUpdateStatus:
 		status := st.Value
 		if status == nil {
 			var changed bool
@@ -327,16 +332,16 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 			out, rf := res.UpdateStatus(full, status)
 			return out, false, rf
 		})
-	case VerbCreate:
+	case v1alpha1.VerbCreate:
 		if oc.Exists {
 			return writeResult{}, "create of the OperatorCondition, which exists already", nil
 		}
-		obj := map[string]interface{}{"apiVersion": ocAPIVersion, "kind": ocKind}
+		obj := map[string]interface{}{"apiVersion": OperatorConditionAPIVersion, "kind": OperatorConditionKind}
 		for k, v := range st.Value {
 			obj[k] = v
 		}
 		out, rf = res.Create(obj, cfg.now)
-	case VerbDelete:
+	case v1alpha1.VerbDelete:
 		out, deleted, rf = res.Delete(full, deleteOptions(st), cfg.now)
 	default:
 		return writeResult{}, fmt.Sprintf("%s cannot target the OperatorCondition", st.Verb), nil
@@ -398,10 +403,32 @@ func defaultOperatorCondition(cfg *Config) (Object, error) {
 	if err != nil {
 		return Object{}, err
 	}
-	out, rf := res.Create(map[string]interface{}{"apiVersion": ocAPIVersion, "kind": ocKind,
+	out, rf := res.Create(map[string]interface{}{"apiVersion": OperatorConditionAPIVersion, "kind": OperatorConditionKind,
 		"metadata": map[string]interface{}{"name": "operator"}, "spec": map[string]interface{}{}}, cfg.now)
 	if rf != nil {
 		return Object{}, rf
 	}
 	return NewObject(out), nil
+}
+
+// Write runs one write of the status source (an update, updateStatus or
+// create step's value) through the apiserver model from o, as Next does:
+// it returns the object after it, or the apiserver's refusal (and o).
+func Write(cfg *Config, o Object, st Step) (Object, *apiserver.Refusal, error) {
+	var w writeResult
+	var err error
+	switch st.Verb {
+	case v1alpha1.VerbUpdate:
+		w, err = updateCR(cfg, o, st.Value)
+	case v1alpha1.VerbUpdateStatus:
+		w, err = statusCR(cfg, o, st.Value)
+	case v1alpha1.VerbCreate:
+		w, err = createCR(cfg, st.Value)
+	default:
+		return o, nil, fmt.Errorf("%s is not a write of the status source", st.Verb)
+	}
+	if err != nil || w.refused != nil {
+		return o, w.refused, err
+	}
+	return w.obj, nil, nil
 }

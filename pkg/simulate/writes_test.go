@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -40,14 +40,14 @@ func TestFastPathAgreesWithTheApiserver(t *testing.T) {
 						patch["extra"] = pick(r)
 					}
 					fast, _ = update(cfg, o, patch)
-					out, deleted, rf := res.Update(full, apiserver.MergePatch(full, patch))
+					out, deleted, rf := res.Update(full, jsonobj.MergePatch(full, patch))
 					require.Nil(t, rf)
 					require.False(t, deleted)
 					want = out
 				case 1: // status through the main resource
 					patch := map[string]interface{}{"status": map[string]interface{}{"observedGeneration": int64(r.Intn(4))}}
 					fast, _ = update(cfg, o, patch)
-					out, _, rf := res.Update(full, apiserver.MergePatch(full, patch))
+					out, _, rf := res.Update(full, jsonobj.MergePatch(full, patch))
 					require.Nil(t, rf)
 					want = out
 				default: // the operator's status write
@@ -83,11 +83,11 @@ func TestSyncOperatorConditionStatus(t *testing.T) {
 		return map[string]interface{}{"type": "Upgradeable", "status": status, "reason": "R", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z"}
 	}
 	oc := func(gen int64, spec, status []interface{}) map[string]interface{} {
-		return map[string]interface{}{"apiVersion": ocAPIVersion, "kind": ocKind, "metadata": map[string]interface{}{"name": "oc", "generation": gen},
+		return map[string]interface{}{"apiVersion": OperatorConditionAPIVersion, "kind": OperatorConditionKind, "metadata": map[string]interface{}{"name": "oc", "generation": gen},
 			"spec": map[string]interface{}{"conditions": spec}, "status": map[string]interface{}{"conditions": status}}
 	}
 	withOG := func(m map[string]interface{}, og int64) map[string]interface{} {
-		return apiserver.MergePatch(m, map[string]interface{}{"observedGeneration": og})
+		return jsonobj.MergePatch(m, map[string]interface{}{"observedGeneration": og})
 	}
 	tests := []struct {
 		name    string

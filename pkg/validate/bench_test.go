@@ -9,6 +9,7 @@ import (
 	"github.com/operator-framework/api/pkg/manifests"
 	apivalidation "github.com/operator-framework/api/pkg/validation"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -20,10 +21,12 @@ import (
 func BenchmarkValidateCorpus(b *testing.B) {
 	dirs := testutil.CorpusBundles(b)
 	b.ReportAllocs()
+	// One probe cache for the run, as statuscheck validate has.
+	opts := Options{Probes: &ProbeCache{}}
 	start := time.Now()
 	for b.Loop() {
 		for _, d := range dirs {
-			res := Path(d, Options{}, bundle.Options{})
+			res := Path(d, opts, bundle.Options{})
 			if len(res.Errors) > 0 {
 				b.Fatalf("%s: %v", d, res.Errors)
 			}
@@ -57,7 +60,7 @@ func BenchmarkValidateCatalog3000(b *testing.B) {
 	dir := b.TempDir()
 	testutil.WriteCatalog(b, dir, 3000)
 	var peak atomic.Uint64
-	opts := Options{CatalogProgress: func(n int) {
+	progress := func(n int) {
 		if n%100 == 0 {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
@@ -65,9 +68,9 @@ func BenchmarkValidateCatalog3000(b *testing.B) {
 				peak.Store(ms.HeapInuse)
 			}
 		}
-	}}
+	}
 	for b.Loop() {
-		if got := len(Catalog(dir, opts)); got != 3000 {
+		if got := len(Catalog(dir, Options{Probes: &ProbeCache{}}, progress)); got != 3000 {
 			b.Fatalf("validated %d bundles", got)
 		}
 	}
@@ -89,33 +92,32 @@ func BenchmarkProbes(b *testing.B) {
 		if err != nil || bun.CSV() == nil {
 			continue
 		}
-		raw, ok := bun.CSV().Obj.Annotations[contract.InitializationResourceKey]
+		raw, ok := bun.CSV().Obj.Annotations[v1alpha1.InitializationResourceKey]
 		if !ok {
 			continue
 		}
 		ir, err := contract.ParseObjectRef(raw)
-		if err != nil || !ownedGroupKind(bun.CSV().Obj, ir.Group, ir.Kind) {
+		if err != nil || !bundle.Owns(bun.CSV().Obj, ir.Group, ir.Kind) {
 			continue
 		}
-		src := &contract.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name}
-		bun.CSV().Obj.Annotations[contract.AnnotationKey] = src.Marshal()
+		src := &v1alpha1.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name}
+		bun.CSV().Obj.Annotations[v1alpha1.AnnotationKey] = src.Marshal()
 		adopted = append(adopted, bun)
 	}
 	run := func(b *testing.B, annotated, cold bool) {
 		for _, bun := range adopted {
 			if !annotated {
-				delete(bun.CSV().Obj.Annotations, contract.AnnotationKey)
+				delete(bun.CSV().Obj.Annotations, v1alpha1.AnnotationKey)
 			}
 		}
+		cache := &ProbeCache{}
 		start := time.Now()
 		for b.Loop() {
 			for _, bun := range adopted {
 				if cold {
-					probeMu.Lock()
-					clear(probeCache)
-					probeMu.Unlock()
+					cache = &ProbeCache{}
 				}
-				Bundle(bun, Options{})
+				Check(bun, Options{Probes: cache})
 			}
 		}
 		b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*len(adopted)), "ns/bundle")

@@ -6,11 +6,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -20,9 +22,9 @@ func checkMissing(ctx *Context) []Issue {
 	if ctx.CSV == nil || ctx.HasAnnotation {
 		return nil
 	}
-	msg := fmt.Sprintf("the ClusterServiceVersion %q declares no status source (annotation %s); OLM will gate upgrades on its OperatorCondition only", ctx.CSV.Obj.Name, contract.AnnotationKey)
-	if init, ok := ctx.CSV.Obj.Annotations[contract.InitializationResourceKey]; ok {
-		if obj, err := contract.ParseObjectRef(init); err == nil && obj.Kind != "" && ownedGroupKind(ctx.CSV.Obj, obj.Group, obj.Kind) {
+	msg := fmt.Sprintf("the ClusterServiceVersion %q declares no status source (annotation %s); OLM will gate upgrades on its OperatorCondition only", ctx.CSV.Obj.Name, v1alpha1.AnnotationKey)
+	if init, ok := ctx.CSV.Obj.Annotations[v1alpha1.InitializationResourceKey]; ok {
+		if obj, err := contract.ParseObjectRef(init); err == nil && obj.Kind != "" && bundle.Owns(ctx.CSV.Obj, obj.Group, obj.Kind) {
 			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (statuscheck generate derives it)", obj.Kind, obj.Name)
 		}
 	}
@@ -50,33 +52,25 @@ func checkInvalid(ctx *Context) []Issue {
 	return out
 }
 
-// ownedGroupKind reports whether the CSV owns group/kind. An owned entry's
-// name is PLURAL.GROUP, as OLM requires.
-func ownedGroupKind(csv *v1alpha1.ClusterServiceVersion, group, kind string) bool {
-	for _, o := range csv.Spec.CustomResourceDefinitions.Owned {
-		_, g, _ := strings.Cut(o.Name, ".")
-		if o.Kind == kind && g == group {
-			return true
-		}
-	}
-	return false
-}
-
 func checkNotOwned(ctx *Context) []Issue {
 	if !ctx.Resolvable() {
 		return nil
 	}
 	gv := ctx.Source.GroupVersion()
-	if ownedGroupKind(ctx.CSV.Obj, gv.Group, ctx.Source.Kind) {
+	if bundle.Owns(ctx.CSV.Obj, gv.Group, ctx.Source.Kind) {
 		return nil
 	}
 	var owned []string
+	seen := map[string]bool{}
 	for _, o := range ctx.CSV.Obj.Spec.CustomResourceDefinitions.Owned {
-		owned = append(owned, o.Kind+" ("+o.Name+")")
+		if s := o.Kind + " (" + o.Name + ")"; !seen[s] {
+			seen[s] = true
+			owned = append(owned, s)
+		}
 	}
 	have := "owns no CRDs"
 	if len(owned) > 0 {
-		have = "owns " + strings.Join(dedupe(owned), ", ")
+		have = "owns " + strings.Join(owned, ", ")
 	}
 	for _, r := range ctx.CSV.Obj.Spec.CustomResourceDefinitions.Required {
 		if _, g, _ := strings.Cut(r.Name, "."); r.Kind == ctx.Source.Kind && g == gv.Group {
@@ -140,7 +134,7 @@ func checkNamespacePinned(ctx *Context) []Issue {
 		return nil
 	}
 	absent := "Allow, so the gate is silently off"
-	if ctx.Source.Absent() == contract.WhenAbsentBlock {
+	if ctx.Source.Absent() == v1alpha1.WhenAbsentBlock {
 		absent = "Block, so every upgrade is held"
 	}
 	return []Issue{{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + ".namespace",
@@ -344,11 +338,11 @@ func checkInitResource(ctx *Context) []Issue {
 	if !ctx.Resolvable() {
 		return nil
 	}
-	raw, ok := ctx.CSV.Obj.Annotations[contract.InitializationResourceKey]
+	raw, ok := ctx.CSV.Obj.Annotations[v1alpha1.InitializationResourceKey]
 	if !ok {
 		return nil
 	}
-	p := manifest.NewPath("metadata", "annotations").Key(contract.InitializationResourceKey)
+	p := manifest.NewPath("metadata", "annotations").Key(v1alpha1.InitializationResourceKey)
 	ir, err := contract.ParseObjectRef(raw)
 	if err != nil {
 		return []Issue{at(ctx.CSV.Doc, p, "the initialization resource cannot be read (%v), so it cannot be compared with the status source", err)}
@@ -423,11 +417,11 @@ func checkRBAC(ctx *Context) []Issue {
 		}
 		accounts[sa] = true
 	}
-	applies := func(p v1alpha1.StrategyDeploymentPermissions) bool {
+	applies := func(p operatorsv1alpha1.StrategyDeploymentPermissions) bool {
 		return len(accounts) == 0 || accounts[p.ServiceAccountName]
 	}
 	verbs := []string{"update", "patch"}
-	grants := func(perms []v1alpha1.StrategyDeploymentPermissions) bool {
+	grants := func(perms []operatorsv1alpha1.StrategyDeploymentPermissions) bool {
 		for _, p := range perms {
 			if !applies(p) {
 				continue
@@ -454,7 +448,7 @@ func checkRBAC(ctx *Context) []Issue {
 }
 
 func checkRequestObservable(ctx *Context) []Issue {
-	if ctx.Source == nil || ctx.Source.Mode() != contract.HandshakeRequestAck {
+	if ctx.Source == nil || ctx.Source.Mode() != v1alpha1.HandshakeRequestAck {
 		return nil
 	}
 	h := ctx.Source.Handshake
@@ -467,7 +461,7 @@ func checkRequestObservable(ctx *Context) []Issue {
 
 func checkHandshakePaths(ctx *Context) []Issue {
 	r := ctx.probed()
-	if r == nil || ctx.Source.Mode() != contract.HandshakeRequestAck {
+	if r == nil || ctx.Source.Mode() != v1alpha1.HandshakeRequestAck {
 		return nil
 	}
 	h := ctx.Source.Handshake
@@ -485,18 +479,6 @@ func checkHandshakePaths(ctx *Context) []Issue {
 	}
 	if h.Ack != nil && h.Ack.StatusPath != "" && r.statusRefused == nil && !r.ackKept {
 		out = append(out, issue("handshake.ack.statusPath", "a token echoed at %s comes back without it (probe 1, the status write): CRD %s version %s prunes the field", h.Ack.StatusPath, ctx.CRD.Name(), ctx.Version.Name))
-	}
-	return out
-}
-
-func dedupe(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
 	}
 	return out
 }

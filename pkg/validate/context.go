@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
@@ -14,9 +15,10 @@ import (
 type Options struct {
 	// RequireStatusSource makes status-source-missing an error.
 	RequireStatusSource bool
-	// CatalogProgress, when set, is told how many bundles of a catalog
-	// have been read.
-	CatalogProgress func(bundles int)
+	// Probes, when set, remembers the apiserver probes' results across
+	// bundles (a catalog repeats one CRD many times); nil runs them for
+	// each bundle.
+	Probes *ProbeCache
 }
 
 // Context is what every rule's check reads: the bundle and the status
@@ -32,7 +34,7 @@ type Context struct {
 	// Annotation is its raw value.
 	Annotation string
 	// Source is the decoded annotation, nil when it is not a JSON object.
-	Source *contract.StatusSource
+	Source *v1alpha1.StatusSource
 	// SourceProblems are what contract.Parse found wrong with it.
 	SourceProblems []contract.Problem
 	// CRD is the bundle's CRD for the source's group and kind, or nil.
@@ -49,7 +51,7 @@ func NewContext(b *bundle.Bundle, opts Options) *Context {
 	if ctx.CSV == nil {
 		return ctx
 	}
-	ctx.Annotation, ctx.HasAnnotation = ctx.CSV.Obj.Annotations[contract.AnnotationKey]
+	ctx.Annotation, ctx.HasAnnotation = ctx.CSV.Obj.Annotations[v1alpha1.AnnotationKey]
 	if !ctx.HasAnnotation {
 		return ctx
 	}
@@ -76,7 +78,7 @@ func (c *Context) Resolvable() bool {
 }
 
 // AnnotationPath is the field path of the annotation in the CSV.
-var AnnotationPath = manifest.NewPath("metadata", "annotations").Key(contract.AnnotationKey)
+var AnnotationPath = manifest.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationKey)
 
 // AnnotationPos is where the annotation's value is written.
 func (c *Context) AnnotationPos() manifest.Position {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -50,7 +51,7 @@ func TestCorpus(t *testing.T) {
 	for _, d := range dirs {
 		names = append(names, filepath.Base(d))
 	}
-	rep := Paths(names, Options{}, bundle.Options{})
+	rep := Paths(names, Options{}, bundle.Options{}, nil)
 	require.Len(t, rep.Bundles, len(names))
 	for _, b := range rep.Bundles {
 		assert.Empty(t, b.Errors, b.Path)
@@ -75,21 +76,21 @@ func TestCorpusWithStatusSource(t *testing.T) {
 		require.NoError(t, err)
 		csv := b.CSV()
 		require.NotNil(t, csv, name)
-		raw, ok := csv.Obj.Annotations[contract.InitializationResourceKey]
+		raw, ok := csv.Obj.Annotations[v1alpha1.InitializationResourceKey]
 		if !ok {
 			continue
 		}
 		ir, err := contract.ParseObjectRef(raw)
 		require.NoError(t, err, name)
-		if !ownedGroupKind(csv.Obj, ir.Group, ir.Kind) {
+		if !bundle.Owns(csv.Obj, ir.Group, ir.Kind) {
 			fmt.Fprintf(&out, "# %s: initialization resource %s.%s is not an owned CRD; not adopted\n", name, ir.Kind, orCore(ir.Group))
 			continue
 		}
 		// generate leaves the namespace out (the operator's namespace).
-		src := &contract.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name}
-		csv.Obj.Annotations[contract.AnnotationKey] = src.Marshal()
+		src := &v1alpha1.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name}
+		csv.Obj.Annotations[v1alpha1.AnnotationKey] = src.Marshal()
 		adopted++
-		res := Bundle(b, Options{})
+		res := Check(b, Options{})
 		fmt.Fprintf(&out, "# %s: %s\n", name, src.Marshal())
 		rep := &result.Report{Bundles: []result.Bundle{res}}
 		out.WriteString(textOf(rep))

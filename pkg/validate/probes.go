@@ -4,15 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
@@ -62,83 +63,57 @@ type probeResults struct {
 	exampleKey string
 }
 
-// probeCache keeps the results per CRD version, status source and
+// ProbeCache keeps the probes' results per CRD version, status source and
 // example: a catalog repeats one CRD in many bundles, and a Resource
-// compiles its CEL programs once.
-var (
-	probeMu    sync.Mutex
-	probeCache = map[string]*probeResults{}
-)
+// compiles its CEL programs once. It is safe for concurrent use; the zero
+// value is ready. Pass one in Options to share it across bundles.
+type ProbeCache struct {
+	mu      sync.Mutex
+	results map[string]*probeResults
+}
 
 const maxProbeCache = 256
+
+func (c *ProbeCache) get(key string) (*probeResults, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.results[key]
+	return r, ok
+}
+
+func (c *ProbeCache) put(key string, r *probeResults) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.results == nil || len(c.results) >= maxProbeCache {
+		c.results = map[string]*probeResults{}
+	}
+	c.results[key] = r
+}
 
 // probes runs (or recalls) the probes for the bundle's status source.
 func (ctx *Context) probes() *probeResults {
 	if ctx.probe != nil {
 		return ctx.probe
 	}
-	example, exampleKey := ctx.example()
+	example, exampleKey := bundle.StatusSourceExample(ctx.CSV.Obj, ctx.Source)
+	cache := ctx.Options.Probes
+	if cache == nil {
+		ctx.probe = runProbes(ctx, example, exampleKey)
+		return ctx.probe
+	}
 	crdJSON, _ := json.Marshal(ctx.CRD.V1)
 	if ctx.CRD.V1beta1 != nil {
 		crdJSON, _ = json.Marshal(ctx.CRD.V1beta1)
 	}
 	exJSON, _ := json.Marshal(example)
 	key := fmt.Sprintf("%x", sha256.Sum256([]byte(string(crdJSON)+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
-	probeMu.Lock()
-	r, ok := probeCache[key]
-	probeMu.Unlock()
+	r, ok := cache.get(key)
 	if !ok {
 		r = runProbes(ctx, example, exampleKey)
-		probeMu.Lock()
-		if len(probeCache) >= maxProbeCache {
-			clear(probeCache)
-		}
-		probeCache[key] = r
-		probeMu.Unlock()
+		cache.put(key, r)
 	}
 	ctx.probe = r
 	return r
-}
-
-// example is the status source's CR from the CSV: the initialization
-// resource, else the alm-examples entry of its group and kind (of its
-// name, if several).
-func (ctx *Context) example() (map[string]interface{}, string) {
-	gv := ctx.Source.GroupVersion()
-	fits := func(o map[string]interface{}) bool {
-		av, _ := o["apiVersion"].(string)
-		k, _ := o["kind"].(string)
-		g, _, _ := strings.Cut(av, "/")
-		if !strings.Contains(av, "/") {
-			g = ""
-		}
-		return k == ctx.Source.Kind && g == gv.Group
-	}
-	ann := ctx.CSV.Obj.Annotations
-	if raw, ok := ann[contract.InitializationResourceKey]; ok {
-		var o map[string]interface{}
-		if yaml.Unmarshal([]byte(raw), &o) == nil && fits(o) {
-			return o, contract.InitializationResourceKey
-		}
-	}
-	var list []map[string]interface{}
-	if yaml.Unmarshal([]byte(ann["alm-examples"]), &list) != nil {
-		return nil, ""
-	}
-	var found map[string]interface{}
-	for _, o := range list {
-		if !fits(o) {
-			continue
-		}
-		md, _ := o["metadata"].(map[string]interface{})
-		if found == nil || md["name"] == ctx.Source.Name {
-			found = o
-		}
-	}
-	if found == nil {
-		return nil, ""
-	}
-	return found, "alm-examples"
 }
 
 func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) *probeResults {
@@ -182,12 +157,12 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 		base = out
 	}
 	if base == nil {
-		obj := apiserver.MergePatch(identity, map[string]interface{}{"spec": map[string]interface{}{}})
+		obj := jsonobj.MergePatch(identity, map[string]interface{}{"spec": map[string]interface{}{}})
 		out, rf := res.Create(obj, clock)
 		if rf != nil {
 			// The spec requires what only a real CR has: probe the status
 			// of an object as stored, without the create's checks.
-			out, err = res.Stored(apiserver.MergePatch(obj, map[string]interface{}{"metadata": map[string]interface{}{"generation": int64(1)}}))
+			out, err = res.Stored(jsonobj.MergePatch(obj, map[string]interface{}{"metadata": map[string]interface{}{"generation": int64(1)}}))
 			if err != nil {
 				r.serveErr = err
 				return r
@@ -199,8 +174,8 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 
 	// The status write the gate depends on, True and then False.
 	var ackPath []string
-	if h := src.Handshake; src.Mode() == contract.HandshakeRequestAck && h.Ack != nil && h.Ack.StatusPath != "" {
-		ackPath = contract.FieldPath(h.Ack.StatusPath)
+	if h := src.Handshake; src.Mode() == v1alpha1.HandshakeRequestAck && h.Ack != nil && h.Ack.StatusPath != "" {
+		ackPath = v1alpha1.FieldPath(h.Ack.StatusPath)
 	}
 	status := func(s string) map[string]interface{} {
 		var conds []interface{}
@@ -210,7 +185,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 		}
 		st := map[string]interface{}{"conditions": conds, "observedGeneration": gen}
 		if ackPath != nil {
-			st = apiserver.MergePatch(st, nestedMap(ackPath[1:], "1"))
+			st = jsonobj.MergePatch(st, jsonobj.NestedPatch(ackPath[1:], "1"))
 		}
 		return st
 	}
@@ -243,7 +218,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 		_, r.anyConditions = st["conditions"].(string)
 	}
 	dup := status(contract.StatusTrue)
-	dup["conditions"] = append(dup["conditions"].([]interface{}), apiserver.MergePatch(dup["conditions"].([]interface{})[0].(map[string]interface{}), map[string]interface{}{"status": contract.StatusFalse}))
+	dup["conditions"] = append(dup["conditions"].([]interface{}), jsonobj.MergePatch(dup["conditions"].([]interface{})[0].(map[string]interface{}), map[string]interface{}{"status": contract.StatusFalse}))
 	if out, rf := res.UpdateStatus(base, dup); rf == nil {
 		st, _ := out["status"].(map[string]interface{})
 		conds, _ := st["conditions"].([]interface{})
@@ -252,10 +227,10 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 
 	// The handshake request: a spec value at request.specPath, as a
 	// string token, else as an integer one.
-	if h := src.Handshake; src.Mode() == contract.HandshakeRequestAck && h.Request != nil && h.Request.SpecPath != "" {
-		path := contract.FieldPath(h.Request.SpecPath)
+	if h := src.Handshake; src.Mode() == v1alpha1.HandshakeRequestAck && h.Request != nil && h.Request.SpecPath != "" {
+		path := v1alpha1.FieldPath(h.Request.SpecPath)
 		for _, token := range []interface{}{"1", int64(1)} {
-			out, _, rf := res.Update(base, apiserver.MergePatch(base, nestedMap(path, token)))
+			out, _, rf := res.Update(base, jsonobj.MergePatch(base, jsonobj.NestedPatch(path, token)))
 			if rf != nil {
 				if r.requestRefused == nil {
 					r.requestRefused = rf
@@ -289,14 +264,6 @@ func findCondition(conds []interface{}, t string) map[string]interface{} {
 		}
 	}
 	return nil
-}
-
-func nestedMap(path []string, v interface{}) map[string]interface{} {
-	out := map[string]interface{}{path[len(path)-1]: v}
-	for i := len(path) - 2; i >= 0; i-- {
-		out = map[string]interface{}{path[i]: out}
-	}
-	return out
 }
 
 // schemaAt points at the schema node that describes an object's field

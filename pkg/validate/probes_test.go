@@ -36,7 +36,7 @@ func withEdits(t *testing.T, edits ...edit) []result.Finding {
 	}
 	b, err := bundle.Load(dir, bundle.Options{})
 	require.NoError(t, err)
-	return Bundle(b, Options{}).Findings
+	return Check(b, Options{}).Findings
 }
 
 const (

@@ -1,6 +1,11 @@
 // Package validate checks that a bundle declares a status source that can
-// work: the rules of docs/contract.md section 7, kept in one registry (Rules), run
-// over bundles loaded by package bundle, reported as result findings.
+// work: the rules of docs/contract.md section 7, kept in one registry
+// (Rules), reported as result findings.
+//
+// Check is the pure core: a bundle in (however it was loaded: from a
+// directory, a catalog entry or documents built in memory), findings out.
+// Paths and Catalog are the edge that reads bundles and catalogs from disk
+// and runs Check on each.
 package validate
 
 import (
@@ -14,8 +19,8 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
-// Bundle runs every rule over a loaded bundle.
-func Bundle(b *bundle.Bundle, opts Options) result.Bundle {
+// Check runs every rule over a loaded bundle.
+func Check(b *bundle.Bundle, opts Options) result.Bundle {
 	return run(Rules(), b, opts)
 }
 
@@ -47,17 +52,24 @@ func run(rules []Rule, b *bundle.Bundle, opts Options) result.Bundle {
 	return res
 }
 
+// Progress is told how many bundles of a catalog have been read so far.
+type Progress func(bundles int)
+
 // Paths loads and validates bundles concurrently, at most GOMAXPROCS at a
-// time. A path that is a file-based catalog contributes one result per
-// bundle it carries. The report lists paths in the order given, whatever
-// order they finish in, and a catalog's bundles by file and name.
-func Paths(paths []string, opts Options, load bundle.Options) *result.Report {
+// time, sharing one probe cache (opts.Probes, or a new one). A path that
+// is a file-based catalog contributes one result per bundle it carries.
+// The report lists paths in the order given, whatever order they finish
+// in, and a catalog's bundles by file and name.
+func Paths(paths []string, opts Options, load bundle.Options, progress Progress) *result.Report {
+	if opts.Probes == nil {
+		opts.Probes = &ProbeCache{}
+	}
 	groups := make([][]result.Bundle, len(paths))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, p := range paths {
 		if catalog.IsCatalog(p) {
-			groups[i] = Catalog(p, opts)
+			groups[i] = Catalog(p, opts, progress)
 			continue
 		}
 		wg.Add(1)
@@ -78,17 +90,17 @@ func Paths(paths []string, opts Options, load bundle.Options) *result.Report {
 
 // Catalog validates every bundle of a file-based catalog that carries its
 // manifests, streaming: only the findings are kept.
-func Catalog(path string, opts Options) []result.Bundle {
+func Catalog(path string, opts Options, progress Progress) []result.Bundle {
 	var mu sync.Mutex
 	var out []result.Bundle
 	_, err := catalog.Walk(context.Background(), path, func(file, name string, b *bundle.Bundle) error {
-		res := Bundle(b, opts)
+		res := Check(b, opts)
 		res.Path, res.Name = file, name
 		mu.Lock()
 		out = append(out, res)
 		mu.Unlock()
 		return nil
-	}, opts.CatalogProgress)
+	}, progress)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Path != out[j].Path {
 			return out[i].Path < out[j].Path
@@ -105,11 +117,11 @@ func Catalog(path string, opts Options) []result.Bundle {
 	return out
 }
 
-// Path loads and validates one bundle.
+// Path loads and validates one bundle directory.
 func Path(path string, opts Options, load bundle.Options) result.Bundle {
 	b, err := bundle.Load(path, load)
 	if err != nil {
 		return result.Bundle{Path: path, Findings: []result.Finding{}, Errors: []string{err.Error()}}
 	}
-	return Bundle(b, opts)
+	return Check(b, opts)
 }

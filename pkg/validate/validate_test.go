@@ -3,8 +3,6 @@ package validate
 import (
 	"bytes"
 	"flag"
-	"github.com/statuscheck/statuscheck/internal/testutil"
-	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,7 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
@@ -259,7 +259,7 @@ func TestFieldNamesThePosition(t *testing.T) {
 		for _, c := range b.CRDs {
 			docs[c.Doc.File] = c.Doc
 		}
-		for _, f := range Bundle(b, Options{}).Findings {
+		for _, f := range Check(b, Options{}).Findings {
 			doc := docs[f.File]
 			if doc == nil || f.Field == "" || f.Line == 0 {
 				continue

@@ -1,4 +1,8 @@
-package simulate
+// Package explore runs every interleaving of the lock protocol's actors
+// (a user, the operator, OLM) against simulate's core, breadth-first with
+// state deduplication, and reports each violation once with its shortest
+// trace, which it can write as a StatusTrace that replays to it.
+package explore
 
 import (
 	"context"
@@ -8,8 +12,20 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/trace"
+)
+
+// Step, State and Config are the core's.
+type (
+	Step   = trace.Step
+	State  = simulate.State
+	Config = simulate.Config
 )
 
 // The explorer runs every interleaving of three actors against the core:
@@ -32,8 +48,8 @@ import (
 // relative to the CR's, so two interleavings that end in the same
 // situation are explored once.
 
-// ExploreOptions configure a search.
-type ExploreOptions struct {
+// Options configure a search.
+type Options struct {
 	// Depth is the most steps a trace may take.
 	Depth int
 	// MaxUserChanges bounds the user's spec changes per trace (0: only the
@@ -43,7 +59,7 @@ type ExploreOptions struct {
 	// limit); Truncated is then set on the result.
 	MaxStates int
 	// Progress, when set, is called about once a second.
-	Progress func(ExploreProgress)
+	Progress func(Progress)
 	// Example is the CR the console would create (the CSV's
 	// initialization resource or alm-examples entry for the kind), the
 	// starting point of every trace; nil means an empty spec.
@@ -54,20 +70,20 @@ type ExploreOptions struct {
 // default model (measured: at most 36k states at depth 20).
 const DefaultDepth = 16
 
-// ExploreProgress reports a running search.
-type ExploreProgress struct {
+// Progress reports a running search.
+type Progress struct {
 	Depth  int
 	States int
 }
 
 // Counterexample is the shortest trace found to one violation.
 type Counterexample struct {
-	Violation Violation `json:"violation"`
-	Steps     []Step    `json:"-"`
+	Violation simulate.Violation `json:"violation"`
+	Steps     []Step             `json:"-"`
 }
 
-// ExploreResult is what a search found.
-type ExploreResult struct {
+// Result is what a search found.
+type Result struct {
 	Policy contract.Policy `json:"policy"`
 	States int             `json:"states"`
 	// Depth is the deepest level explored completely.
@@ -124,28 +140,29 @@ func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[strin
 	if change, err = pickSpecChange(cfg, cr); err != nil {
 		return nil, nil, change, err
 	}
-	cr = apiserver.MergePatch(cr, change.patch(change.A))
+	cr = jsonobj.MergePatch(cr, change.patch(change.A))
 	for _, ok := range []bool{false, true} {
-		s, err := Initial(cfg, cr, nil)
+		s, err := simulate.Initial(cfg, cr, nil)
 		if err != nil {
 			return nil, nil, change, err
 		}
-		w, err := statusCR(cfg, s.CR, statusValue(src, ok, 1, "1"))
-		if err == nil && w.refused != nil {
-			err = fmt.Errorf("the CRD refuses the status an operator writes with metav1.Condition (%s): %w", compactJSON(statusValue(src, ok, 1, "1")), w.refused)
+		status := statusValue(src, ok, 1, "1")
+		_, rf, err := simulate.Write(cfg, s.CR, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: status})
+		if err == nil && rf != nil {
+			err = fmt.Errorf("the CRD refuses the status an operator writes with metav1.Condition (%s): %w", jsonobj.Compact(status), rf)
 		}
 		if err != nil {
 			return nil, nil, change, err
 		}
 	}
 	cr["status"] = statusValue(src, true, 1, "")
-	if src.Mode() == contract.HandshakeOperatorCondition {
+	if src.Mode() == v1alpha1.HandshakeOperatorCondition {
 		oc = map[string]interface{}{
-			"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+			"apiVersion": simulate.OperatorConditionAPIVersion, "kind": simulate.OperatorConditionKind,
 			"metadata": map[string]interface{}{"name": "operator", "generation": int64(1)},
 			"spec":     map[string]interface{}{"conditions": []interface{}{ocCondition(true)}},
 			"status": map[string]interface{}{"conditions": []interface{}{
-				apiserver.MergePatch(ocCondition(true), map[string]interface{}{"observedGeneration": int64(1)})}},
+				jsonobj.MergePatch(ocCondition(true), map[string]interface{}{"observedGeneration": int64(1)})}},
 		}
 	}
 	return cr, oc, change, nil
@@ -167,7 +184,7 @@ func statusWord(ok bool) string {
 
 // transitionTime is every condition's lastTransitionTime in explored
 // traces: the gate never reads it, the apiserver requires it.
-var transitionTime = Epoch.Format(time.RFC3339)
+var transitionTime = simulate.Epoch.Format(time.RFC3339)
 
 // condition is a condition as an operator writes it with
 // meta.SetStatusCondition: every field metav1.Condition requires.
@@ -181,7 +198,7 @@ func condition(t string, ok bool) map[string]interface{} {
 
 // statusValue is the operator's status write: every gated condition with
 // the same answer, and the echo where the handshake asks for one.
-func statusValue(src *contract.StatusSource, ok bool, og int64, echo string) map[string]interface{} {
+func statusValue(src *v1alpha1.StatusSource, ok bool, og int64, echo string) map[string]interface{} {
 	var conds []interface{}
 	for _, t := range src.ConditionTypes() {
 		c := condition(t, ok)
@@ -189,9 +206,8 @@ func statusValue(src *contract.StatusSource, ok bool, og int64, echo string) map
 		conds = append(conds, c)
 	}
 	st := map[string]interface{}{"conditions": conds}
-	if h := src.Handshake; echo != "" && h != nil && h.Ack != nil && h.Ack.StatusPath != "" {
-		fields := contract.FieldPath(h.Ack.StatusPath)[1:]
-		st = apiserver.MergePatch(st, nestedPatch(fields, echo))
+	if p := src.AckPath(); echo != "" && p != nil {
+		st = jsonobj.MergePatch(st, jsonobj.NestedPatch(p[1:], echo))
 	}
 	return st
 }
@@ -200,9 +216,9 @@ func ocCondition(ok bool) map[string]interface{} {
 	return condition(contract.ConditionUpgradeable, ok)
 }
 
-// Explore searches breadth-first up to opts.Depth. It stops early when ctx
-// is done (Complete is then false).
-func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreResult, error) {
+// Run searches breadth-first up to opts.Depth. It stops early when ctx
+// is done (Stopped is then set).
+func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	if opts.Depth <= 0 {
 		opts.Depth = DefaultDepth
 	}
@@ -211,14 +227,14 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 	}
 	start := time.Now()
 	withMemo := *cfg
-	withMemo.memo = memo{}
+	withMemo.Memo = simulate.NewMemo()
 	cfg = &withMemo
-	res := &ExploreResult{Policy: cfg.Policies[0]}
+	res := &Result{Policy: cfg.Policies[0]}
 	var err error
 	if res.Initial, res.OperatorCondition, res.Change, err = exploreStart(cfg, opts.Example); err != nil {
 		return nil, fmt.Errorf("explore: %w", err)
 	}
-	init, err := Initial(cfg, res.Initial, res.OperatorCondition)
+	init, err := simulate.Initial(cfg, res.Initial, res.OperatorCondition)
 	if err != nil {
 		return nil, fmt.Errorf("explore: %w", err)
 	}
@@ -266,7 +282,7 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 			}
 			if opts.Progress != nil && time.Since(lastReport) > time.Second {
 				lastReport = time.Now()
-				opts.Progress(ExploreProgress{Depth: depth + 1, States: len(visited)})
+				opts.Progress(Progress{Depth: depth + 1, States: len(visited)})
 			}
 		}
 		// Earlier levels are no longer needed but for their parent links:
@@ -282,7 +298,7 @@ func Explore(ctx context.Context, cfg *Config, opts ExploreOptions) (*ExploreRes
 	return res, nil
 }
 
-func (r *ExploreResult) finish(states, depth int, start time.Time) {
+func (r *Result) finish(states, depth int, start time.Time) {
 	r.States, r.Depth, r.Elapsed = states, depth, time.Since(start)
 	sort.SliceStable(r.Counterexamples, func(i, j int) bool {
 		return len(r.Counterexamples[i].Steps) < len(r.Counterexamples[j].Steps)
@@ -308,10 +324,10 @@ func moves(cfg *Config, n *node, maxChanges int, change SpecChange) []Step {
 		return nil // the operator is replaced: this version's story ends
 	}
 	var out []Step
-	mode := cfg.mode()
+	mode := cfg.Source.Mode()
 	// The user.
 	if int(a.changes) < maxChanges {
-		out = append(out, Step{Actor: ActorUser, Verb: VerbUpdate, Value: change.patch(change.other(s.CR))})
+		out = append(out, Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: change.patch(change.other(s.CR))})
 	}
 	// The operator.
 	gen := s.CR.Generation
@@ -322,31 +338,31 @@ func moves(cfg *Config, n *node, maxChanges int, change SpecChange) []Step {
 	}
 	locked := lockHeld(s, a)
 	if !a.migrating && (gen > a.observed || request) {
-		out = append(out, Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, true, gen, echo)})
+		out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg.Source, true, gen, echo)})
 		if gen > a.observed && !locked {
-			out = append(out, Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, false, gen, echo)})
+			out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg.Source, false, gen, echo)})
 		}
 	}
 	if a.migrating {
-		out = append(out, Step{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, true, a.observed, echo)})
+		out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg.Source, true, a.observed, echo)})
 	}
-	if mode == contract.HandshakeOperatorCondition {
+	if mode == v1alpha1.HandshakeOperatorCondition {
 		if want := ocCondition(a.truthTrue); !ocSpecIs(s.OC, want) {
-			out = append(out, Step{Actor: ActorOperator, Verb: VerbUpdate, Target: TargetOperatorCondition,
+			out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdate, Target: v1alpha1.TargetOperatorCondition,
 				Value: map[string]interface{}{"spec": map[string]interface{}{"conditions": []interface{}{want}}}})
 		}
 		if !ocSynced(s.OC) {
-			out = append(out, Step{Actor: ActorOLM, Verb: VerbUpdateStatus, Target: TargetOperatorCondition})
+			out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition})
 		}
 	}
 	// OLM.
 	switch {
 	case a.approved:
-		out = append(out, Step{Actor: ActorOLM, Verb: VerbUpgrade})
-	case mode == contract.HandshakeRequestAck && !s.Requested:
-		out = append(out, Step{Actor: ActorOLM, Verb: VerbRequest})
+		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade})
+	case mode == v1alpha1.HandshakeRequestAck && !s.Requested:
+		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbRequest})
 	default:
-		out = append(out, Step{Actor: ActorOLM, Verb: VerbCheck})
+		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck})
 	}
 	return out
 }
@@ -362,15 +378,15 @@ func lockHeld(s *State, a *actors) bool {
 	return s.Requested && a.answered == s.Token && a.truthTrue && !a.migrating
 }
 
-func ocSpecIs(oc Object, want map[string]interface{}) bool {
+func ocSpecIs(oc simulate.Object, want map[string]interface{}) bool {
 	spec, _ := oc.Body["spec"].(map[string]interface{})
 	conds, _ := spec["conditions"].([]interface{})
-	return len(conds) == 1 && equalJSON(conds[0], want)
+	return len(conds) == 1 && jsonobj.Equal(conds[0], want)
 }
 
 // ocSynced: OLM's status copy matches the OperatorCondition's spec at
 // its generation, so there is nothing for syncOperatorConditionStatus to do.
-func ocSynced(oc Object) bool {
+func ocSynced(oc simulate.Object) bool {
 	spec, _ := oc.Body["spec"].(map[string]interface{})
 	conds, _ := spec["conditions"].([]interface{})
 	if len(conds) != len(oc.Conditions) {
@@ -387,18 +403,18 @@ func ocSynced(oc Object) bool {
 }
 
 // apply runs a move through the core and updates what the actors remember.
-func apply(cfg *Config, n *node, st Step, opts ExploreOptions) (node, Outcome, error) {
+func apply(cfg *Config, n *node, st Step, opts Options) (node, simulate.Outcome, error) {
 	child := node{act: n.act}
-	s, out, err := Next(cfg, n.state, st)
+	s, out, err := simulate.Next(cfg, n.state, st)
 	if err != nil {
 		return child, out, err
 	}
 	child.state = s
 	a := &child.act
 	switch {
-	case st.Actor == ActorUser:
+	case st.Actor == v1alpha1.ActorUser:
 		a.changes++
-	case st.Actor == ActorOperator && st.Verb == VerbUpdateStatus:
+	case st.Actor == v1alpha1.ActorOperator && st.Verb == v1alpha1.VerbUpdateStatus:
 		ok := reportTrue(st.Value)
 		og := reportOG(st.Value)
 		if a.migrating { // finishing
@@ -411,7 +427,7 @@ func apply(cfg *Config, n *node, st Step, opts ExploreOptions) (node, Outcome, e
 		if n.state.Requested {
 			a.answered = n.state.Token
 		}
-	case st.Verb == VerbCheck:
+	case st.Verb == v1alpha1.VerbCheck:
 		for _, d := range out.Verdicts {
 			if d.Verdict == contract.Allow {
 				a.approved = true
@@ -436,7 +452,7 @@ func reportOG(status map[string]interface{}) int64 {
 		return 0
 	}
 	m, _ := conds[0].(map[string]interface{})
-	g, _ := toInt(m["observedGeneration"])
+	g, _ := jsonobj.Int(m["observedGeneration"])
 	return g
 }
 
@@ -456,7 +472,7 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 	}
 	flag(s.CR.Exists)
 	cur, _ := nested(s.CR.Body, change.Path)
-	flag(equalJSON(cur, change.B))
+	flag(jsonobj.Equal(cur, change.B))
 	b = append(b, tokenByte(s, cfg))
 	for _, c := range s.CR.Conditions {
 		b = append(b, c.Status[0])
@@ -465,10 +481,7 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 		}
 	}
 	b = append(b, '|')
-	if p := cfg.ackPath(); p != nil {
-		echo, _ := nestedString(s.CR.Status, p[1:])
-		b = append(b, echo...)
-	}
+	b = append(b, contract.EchoOf(s.CR.Status, cfg.Source)...)
 	b = append(b, '|')
 	// The OperatorCondition, relative to its own generation.
 	spec2, _ := s.OC.Body["spec"].(map[string]interface{})
@@ -490,17 +503,15 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 	if s.Requested {
 		rel(s.ReqGen)
 	}
-	flag(s.Report.made)
-	if s.Report.made {
-		b = append(b, []byte(s.Report.status + " ")[0])
-		rel(s.Report.og)
+	flag(s.Report.Made())
+	if s.Report.Made() {
+		b = append(b, []byte(s.Report.Status + " ")[0])
+		rel(s.Report.ObservedGeneration)
 	}
 	for i := range cfg.Policies {
-		var gens []int64
-		for _, pe := range s.Pending[i] {
-			if pe.used {
-				gens = append(gens, pe.gen-g)
-			}
+		gens := s.PendingGenerations(i)
+		for j := range gens {
+			gens[j] -= g
 		}
 		sort.Slice(gens, func(x, y int) bool { return gens[x] < gens[y] })
 		b = append(b, 'p')
@@ -518,9 +529,9 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 }
 
 func tokenByte(s *State, cfg *Config) byte {
-	if r := cfg.request(); r != nil && r.SpecPath != "" {
-		v, _ := nestedString(s.CR.Body, contract.FieldPath(r.SpecPath))
-		if n, err := strconv.Atoi(v); err == nil {
+	if r := cfg.Source.Request(); r != nil && r.SpecPath != "" {
+		v, _, _ := unstructured.NestedFieldNoCopy(s.CR.Body, v1alpha1.FieldPath(r.SpecPath)...)
+		if n, err := strconv.Atoi(fmt.Sprint(v)); err == nil {
 			return byte(n)
 		}
 	}

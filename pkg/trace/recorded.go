@@ -1,4 +1,4 @@
-package simulate
+package trace
 
 import (
 	"bufio"
@@ -12,9 +12,12 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
-	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -44,7 +47,7 @@ type recording struct {
 // differ turns observations into steps.
 type differ struct {
 	t       *Trace
-	src     *contract.StatusSource
+	src     *v1alpha1.StatusSource
 	prev    map[string]interface{}
 	started bool
 	queue   []Step
@@ -90,7 +93,7 @@ func (d *differ) matches(ob recording) (bool, error) {
 	default:
 		return d.started, nil // a deletion that does not say of what: the object's, once it exists
 	}
-	if got.Kind == TraceKind && groupOf(got.APIVersion) == groupOf(TraceAPIVersion) {
+	if got.Kind == v1alpha1.TraceKind && got.group() == (Identity{APIVersion: v1alpha1.GroupVersion}).group() {
 		return false, &TraceError{File: d.t.File, Line: ob.line, Msg: "this is a StatusTrace, not a recording of the status source: read it with --format trace (or auto)"}
 	}
 	want := d.t.Identity
@@ -99,7 +102,7 @@ func (d *differ) matches(ob recording) (bool, error) {
 		return true, nil
 	}
 	if got.Kind != want.Kind || got.Name != want.Name || (want.Namespace != "" && got.Namespace != "" && got.Namespace != want.Namespace) ||
-		(want.APIVersion != "" && got.APIVersion != "" && groupOf(got.APIVersion) != groupOf(want.APIVersion)) {
+		(want.APIVersion != "" && got.APIVersion != "" && got.group() != want.group()) {
 		if d.others == nil {
 			d.others = map[string]int{}
 		}
@@ -144,20 +147,10 @@ func (d *differ) otherObjects() string {
 	return strings.Join(parts, ", ")
 }
 
-func groupOf(apiVersion string) string {
-	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
-		return g
-	}
-	return ""
-}
-
 func (d *differ) observe(ob recording) error {
-	step := func(a Actor, v Verb, val map[string]interface{}) Step {
-		st := Step{Actor: a, Verb: v, Value: val, File: d.t.File, Line: ob.line, Who: ob.who}
-		if md, ok := ob.obj["metadata"].(map[string]interface{}); ok {
-			st.ResourceVersion, _ = md["resourceVersion"].(string)
-		}
-		return st
+	step := func(a v1alpha1.Actor, v v1alpha1.Verb, val map[string]interface{}) Step {
+		rv, _, _ := unstructured.NestedString(ob.obj, "metadata", "resourceVersion")
+		return Step{Actor: a, Verb: v, Value: val, File: d.t.File, Line: ob.line, Who: ob.who, ResourceVersion: rv}
 	}
 	ok, err := d.matches(ob)
 	if err != nil || !ok {
@@ -175,7 +168,7 @@ func (d *differ) observe(ob recording) error {
 		if d.prev == nil {
 			return nil // deleting what was never seen: nothing to replay
 		}
-		st := step(ActorUser, VerbDelete, nil)
+		st := step(v1alpha1.ActorUser, v1alpha1.VerbDelete, nil)
 		st.Observed = true
 		d.queue = append(d.queue, st)
 		d.prev = nil
@@ -201,20 +194,20 @@ func (d *differ) observe(ob recording) error {
 	}
 	gen := recordedGeneration(ob.obj)
 	if d.prev == nil {
-		st := step(ActorUser, VerbCreate, ob.obj)
+		st := step(v1alpha1.ActorUser, v1alpha1.VerbCreate, ob.obj)
 		st.Recorded, st.Observed = gen, true
 		d.queue = append(d.queue, st)
 		d.prev = ob.obj
 		return nil
 	}
-	before, after := NewObject(d.prev), NewObject(ob.obj)
+	before, after := jsonobj.Split(d.prev), jsonobj.Split(ob.obj)
 	var steps []Step
 	// Metadata: the request annotation is OLM's; the rest a user's.
-	metaPatch := apiserver.CreateMergePatch(cleanMeta(before.Meta), cleanMeta(after.Meta))
+	metaPatch := jsonobj.CreateMergePatch(cleanMeta(before.Meta), cleanMeta(after.Meta))
 	if req := d.request(); req != nil && req.Annotation != "" {
 		if ann, ok := metaPatch["annotations"].(map[string]interface{}); ok {
 			if tok, ok := ann[req.Annotation]; ok && tok != nil {
-				steps = append(steps, step(ActorOLM, VerbRequest, map[string]interface{}{"token": fmt.Sprint(tok)}))
+				steps = append(steps, step(v1alpha1.ActorOLM, v1alpha1.VerbRequest, map[string]interface{}{"token": fmt.Sprint(tok)}))
 				delete(ann, req.Annotation)
 				if len(ann) == 0 {
 					delete(metaPatch, "annotations")
@@ -222,12 +215,12 @@ func (d *differ) observe(ob recording) error {
 			}
 		}
 	}
-	bodyPatch := apiserver.CreateMergePatch(before.Body, after.Body)
+	bodyPatch := jsonobj.CreateMergePatch(before.Body, after.Body)
 	if req := d.request(); req != nil && req.SpecPath != "" && len(bodyPatch) > 0 {
-		fields := contract.FieldPath(req.SpecPath)
-		if tok, ok := nestedString(after.Body, fields); ok {
-			if old, _ := nestedString(before.Body, fields); old != tok && onlyPath(bodyPatch, fields) {
-				steps = append(steps, step(ActorOLM, VerbRequest, map[string]interface{}{"token": tok}))
+		fields := v1alpha1.FieldPath(req.SpecPath)
+		if tok, ok := tokenAt(after.Body, fields); ok {
+			if old, _ := tokenAt(before.Body, fields); old != tok && onlyPath(bodyPatch, fields) {
+				steps = append(steps, step(v1alpha1.ActorOLM, v1alpha1.VerbRequest, map[string]interface{}{"token": tok}))
 				bodyPatch = nil
 			}
 		}
@@ -240,16 +233,16 @@ func (d *differ) observe(ob recording) error {
 		if len(metaPatch) > 0 {
 			patch["metadata"] = metaPatch
 		}
-		steps = append(steps, step(ActorUser, VerbUpdate, patch))
+		steps = append(steps, step(v1alpha1.ActorUser, v1alpha1.VerbUpdate, patch))
 	}
 	if !reflect.DeepEqual(before.Status, after.Status) || ob.status {
-		st := step(ActorOperator, VerbUpdateStatus, after.Status)
+		st := step(v1alpha1.ActorOperator, v1alpha1.VerbUpdateStatus, after.Status)
 		steps = append(steps, st)
 	}
-	if len(steps) == 0 && gen != nil && *gen != before.Generation {
+	if prev := generationOr1(d.prev); len(steps) == 0 && gen != nil && *gen != prev {
 		// Only the generation moved: replay an empty write so the model
 		// can say what it thinks of that.
-		steps = append(steps, step(ActorUser, VerbUpdate, map[string]interface{}{}))
+		steps = append(steps, step(v1alpha1.ActorUser, v1alpha1.VerbUpdate, map[string]interface{}{}))
 	}
 	if len(steps) > 0 {
 		steps[len(steps)-1].Recorded = gen
@@ -260,16 +253,37 @@ func (d *differ) observe(ob recording) error {
 	return nil
 }
 
-func (d *differ) request() *contract.HandshakeRequest {
-	if d.src == nil || d.src.Mode() != contract.HandshakeRequestAck || d.src.Handshake == nil {
+func (d *differ) request() *v1alpha1.HandshakeRequest {
+	if d.src == nil {
 		return nil
 	}
-	return d.src.Handshake.Request
+	return d.src.Request()
+}
+
+// tokenAt reads a handshake token at a field path of a spec, as its text.
+func tokenAt(body map[string]interface{}, fields []string) (string, bool) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(body, fields...)
+	if !ok || v == nil {
+		return "", false
+	}
+	if s, ok := v.(string); ok {
+		return s, true
+	}
+	return fmt.Sprint(v), true
+}
+
+// generationOr1 is an object's generation, 1 when it has none (as a
+// create gives it).
+func generationOr1(obj map[string]interface{}) int64 {
+	if g := recordedGeneration(obj); g != nil {
+		return *g
+	}
+	return 1
 }
 
 func recordedGeneration(obj map[string]interface{}) *int64 {
 	md, _ := obj["metadata"].(map[string]interface{})
-	if g, ok := toInt(md["generation"]); ok {
+	if g, ok := jsonobj.Int(md["generation"]); ok {
 		return &g
 	}
 	return nil
@@ -550,13 +564,23 @@ func (j *jsonValues) next() (interface{}, int, error) {
 			break
 		}
 	}
-	var v interface{}
-	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeJSON(buf.Bytes())
+	if err != nil {
 		return nil, 0, &TraceError{File: j.file, Line: start, Msg: "invalid JSON: " + err.Error()}
 	}
-	return numbers(v), start, nil
+	return v, start, nil
+}
+
+// decodeJSON decodes a JSON value with its numbers as an unstructured
+// object holds them (int64, else float64).
+func decodeJSON(data []byte) (interface{}, error) {
+	var v interface{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return numbers(v), nil
 }
 
 // numbers turns json.Numbers into int64 or float64, as an unstructured
@@ -611,52 +635,48 @@ func openAudit(t *Trace, br *bufio.Reader) error {
 	return d.prime()
 }
 
-func str(m map[string]interface{}, keys ...string) string {
-	var cur interface{} = m
-	for _, k := range keys {
-		mm, ok := cur.(map[string]interface{})
-		if !ok {
-			return ""
-		}
-		cur = mm[k]
-	}
-	s, _ := cur.(string)
-	return s
-}
-
-// auditObservation reads one audit event; ok is false for events about
-// other objects, failed requests, earlier stages and reads without a body.
-// A get of the object, or a list that holds it, is a read: the state
-// before the first write (watches carry no body in an audit log).
+// auditObservation reads one audit event (k8s.io/apiserver's
+// audit.k8s.io/v1 Event); ok is false for events about other objects,
+// failed requests, earlier stages and reads without a body. A get of the
+// object, or a list that holds it, is a read: the state before the first
+// write (watches carry no body in an audit log).
 func auditObservation(file string, line int, v interface{}, id Identity) (recording, bool, error) {
-	ev, isMap := v.(map[string]interface{})
-	if !isMap || str(ev, "kind") != "Event" || !strings.HasPrefix(str(ev, "apiVersion"), "audit.k8s.io/") {
-		return recording{}, false, &TraceError{File: file, Line: line, Msg: "not an audit.k8s.io Event"}
+	notEvent := &TraceError{File: file, Line: line, Msg: "not an audit.k8s.io Event"}
+	m, isMap := v.(map[string]interface{})
+	if !isMap {
+		return recording{}, false, notEvent
 	}
-	if stage := str(ev, "stage"); stage != "" && stage != "ResponseComplete" {
+	var ev auditv1.Event
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &ev); err != nil || ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/") {
+		return recording{}, false, notEvent
+	}
+	if ev.Stage != "" && ev.Stage != auditv1.StageResponseComplete {
 		return recording{}, false, nil
 	}
-	if rs, ok := ev["responseStatus"].(map[string]interface{}); ok {
-		if code, ok := toInt(rs["code"]); ok && (code < 200 || code >= 300) {
-			return recording{}, false, nil
-		}
-	}
-	if str(ev, "objectRef", "apiGroup") != id.group() || (id.Plural != "" && str(ev, "objectRef", "resource") != id.Plural) {
+	if rs := ev.ResponseStatus; rs != nil && rs.Code != 0 && (rs.Code < 200 || rs.Code >= 300) {
 		return recording{}, false, nil
 	}
-	if ns := str(ev, "objectRef", "namespace"); id.Namespace != "" && ns != "" && ns != id.Namespace {
+	ref := ev.ObjectRef
+	if ref == nil {
+		ref = &auditv1.ObjectReference{}
+	}
+	if ref.APIGroup != id.group() || (id.Plural != "" && ref.Resource != id.Plural) {
 		return recording{}, false, nil
 	}
-	verb := str(ev, "verb")
-	ob := recording{line: line, who: str(ev, "user", "username")}
-	if verb == "list" {
-		resp, _ := ev["responseObject"].(map[string]interface{})
+	if id.Namespace != "" && ref.Namespace != "" && ref.Namespace != id.Namespace {
+		return recording{}, false, nil
+	}
+	// The response as the unstructured object it is; ev.ResponseObject
+	// holds its JSON.
+	resp, _, _ := unstructured.NestedMap(m, "responseObject")
+	ob := recording{line: line, who: ev.User.Username}
+	if ev.Verb == "list" {
 		items, _ := resp["items"].([]interface{})
 		for _, it := range items {
 			obj, _ := it.(map[string]interface{})
 			if got := identityOf(obj); got.Name == id.Name && (id.Namespace == "" || got.Namespace == "" || got.Namespace == id.Namespace) {
 				if got.Kind == "" { // list items may leave apiVersion and kind out
-					obj = apiserver.MergePatch(obj, map[string]interface{}{"apiVersion": id.APIVersion, "kind": id.Kind})
+					obj = jsonobj.MergePatch(obj, map[string]interface{}{"apiVersion": id.APIVersion, "kind": id.Kind})
 				}
 				ob.obj, ob.read = obj, true
 				return ob, true, nil
@@ -664,20 +684,20 @@ func auditObservation(file string, line int, v interface{}, id Identity) (record
 		}
 		return recording{}, false, nil
 	}
-	if str(ev, "objectRef", "name") != id.Name {
+	if ref.Name != id.Name {
 		return recording{}, false, nil
 	}
-	switch verb {
+	respKind, _ := resp["kind"].(string)
+	switch ev.Verb {
 	case "create", "update", "patch":
 	case "get":
-		resp, ok := ev["responseObject"].(map[string]interface{})
-		if !ok || str(resp, "kind") != id.Kind {
+		if resp == nil || respKind != id.Kind {
 			return recording{}, false, nil // a get at Metadata level, or of a subresource
 		}
 		ob.obj, ob.read = resp, true
 		return ob, true, nil
 	case "delete":
-		if resp, ok := ev["responseObject"].(map[string]interface{}); ok && str(resp, "kind") == id.Kind {
+		if resp != nil && respKind == id.Kind {
 			ob.obj = resp // graceful deletion: the object lives on with a deletionTimestamp
 			return ob, true, nil
 		}
@@ -686,22 +706,16 @@ func auditObservation(file string, line int, v interface{}, id Identity) (record
 	default:
 		return recording{}, false, nil // watch: no body
 	}
-	resp, ok := ev["responseObject"].(map[string]interface{})
-	if !ok {
-		return recording{}, false, &TraceError{File: file, Line: line, Msg: fmt.Sprintf("a %s of %s has no responseObject: record audit events at level RequestResponse", verb, id.Name)}
+	if resp == nil {
+		return recording{}, false, &TraceError{File: file, Line: line, Msg: fmt.Sprintf("a %s of %s has no responseObject: record audit events at level RequestResponse", ev.Verb, id.Name)}
 	}
 	ob.obj = resp
-	ob.status = str(ev, "objectRef", "subresource") == "status"
-	ob.created = verb == "create"
+	ob.status = ref.Subresource == "status"
+	ob.created = ev.Verb == "create"
 	return ob, true, nil
 }
 
-func (t *Trace) source() *contract.StatusSource { return t.Source }
-
-func compactJSON(v interface{}) string {
-	data, _ := json.Marshal(v)
-	return string(data)
-}
+func (t *Trace) source() *v1alpha1.StatusSource { return t.Source }
 
 // Observer turns successive observations of a status source into steps,
 // as the snapshot and audit readers do; statuscheck record feeds it a
@@ -712,7 +726,7 @@ type Observer struct {
 }
 
 // NewObserver starts observing src.
-func NewObserver(src *contract.StatusSource) *Observer {
+func NewObserver(src *v1alpha1.StatusSource) *Observer {
 	t := &Trace{File: "(watch)", Format: FormatSnapshots, Recorded: true, Source: src, given: true,
 		Identity: Identity{APIVersion: src.APIVersion, Kind: src.Kind, Name: src.Name, Namespace: src.Namespace}}
 	return &Observer{t: t, d: &differ{t: t, src: src}}

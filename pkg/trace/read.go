@@ -1,8 +1,9 @@
-package simulate
+package trace
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
@@ -25,12 +30,6 @@ const (
 	FormatTrace     Format = "trace"
 	FormatSnapshots Format = "snapshots"
 	FormatAudit     Format = "audit"
-)
-
-// Trace APIs.
-const (
-	TraceAPIVersion = "statuscheck.operatorframework.io/v1alpha1"
-	TraceKind       = "StatusTrace"
 )
 
 // Limits bound a trace.
@@ -53,13 +52,7 @@ type Identity struct {
 	Plural string
 }
 
-func (id Identity) group() string {
-	g, _, _ := strings.Cut(id.APIVersion, "/")
-	if !strings.Contains(id.APIVersion, "/") {
-		return ""
-	}
-	return g
-}
+func (id Identity) group() string { return schema.FromAPIVersionAndKind(id.APIVersion, "").Group }
 
 // Trace is an opened input: where it starts and a stream of steps.
 type Trace struct {
@@ -74,9 +67,13 @@ type Trace struct {
 	// Recorded is set for snapshots and audit logs: OLM's steps are not in
 	// them, so the gate is evaluated after every change.
 	Recorded bool
-	// Source and StatusSubresource are a native trace's own context, used
-	// when the command line gives none.
-	Source            *contract.StatusSource
+	// Source is the status source the trace is read with: the command
+	// line's when it named one (OpenOptions.Source), else the trace's own
+	// (Declared).
+	Source *v1alpha1.StatusSource
+	// Declared is a native trace's own statusSource, nil when it has none.
+	Declared *v1alpha1.StatusSource
+	// StatusSubresource is a native trace's own statusSubresource.
 	StatusSubresource *bool
 	// Identity is the object the trace is about.
 	Identity Identity
@@ -94,8 +91,24 @@ type Trace struct {
 	stopped atomic.Bool
 	// differ is set for recorded input.
 	differ *differ
-	// declared is a native trace's own statusSource.
-	declared *contract.StatusSource
+}
+
+// FromSteps is a trace held in memory: a native trace built in Go, read
+// as a file of it would be.
+func FromSteps(name string, src *v1alpha1.StatusSource, initial map[string]interface{}, steps []Step) *Trace {
+	i := 0
+	t := &Trace{File: "(" + name + ")", Format: FormatTrace, Name: name, Initial: initial, Source: src, Declared: src, limits: DefaultLimits}
+	if initial != nil {
+		t.Identity = identityOf(initial)
+	}
+	t.next = func() (Step, error) {
+		if i >= len(steps) {
+			return Step{}, io.EOF
+		}
+		i++
+		return steps[i-1], nil
+	}
+	return t
 }
 
 // Stop ends a trace early, from another goroutine (SIGINT on a live
@@ -161,7 +174,7 @@ type OpenOptions struct {
 	// Source is the status source, when the command line gave one: it
 	// picks the object out of an audit log and tells which field carries
 	// a handshake request.
-	Source *contract.StatusSource
+	Source *v1alpha1.StatusSource
 	// Plural is the CRD's resource name, to match audit events exactly.
 	Plural string
 	Limits Limits
@@ -524,7 +537,7 @@ func openNative(t *Trace, br *bufio.Reader) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := head["initial"]; !ok {
+	if _, ok := head.Object()["initial"]; head == nil || !ok {
 		// The steps come first, or initial follows them: read it whole.
 		rest, err := io.ReadAll(io.LimitReader(br, t.limits.MaxWhole))
 		if err != nil {
@@ -533,7 +546,7 @@ func openNative(t *Trace, br *bufio.Reader) error {
 		all := append(header.Bytes(), []byte("steps:\n")...)
 		return nativeWhole(t, append(all, rest...))
 	}
-	if err := applyHeader(t, head, 1); err != nil {
+	if err := applyHeader(t, head); err != nil {
 		return err
 	}
 	sr := &stepReader{t: t, lr: lr, indent: -1}
@@ -541,22 +554,21 @@ func openNative(t *Trace, br *bufio.Reader) error {
 	return nil
 }
 
-func parseHeader(t *Trace, data []byte) (map[string]interface{}, error) {
+func parseHeader(t *Trace, data []byte) (*manifest.Document, error) {
 	docs, err := manifest.Parse(t.File, data, t.limits.Manifest)
 	if err != nil {
 		return nil, err
 	}
 	if len(docs) == 0 {
-		return map[string]interface{}{}, nil
+		return nil, nil
 	}
 	if len(docs) > 1 {
 		return nil, &TraceError{File: t.File, Line: docs[1].Node.Line, Msg: "a StatusTrace is one YAML document"}
 	}
-	obj := docs[0].Object()
-	if obj == nil {
+	if docs[0].Object() == nil {
 		return nil, &TraceError{File: t.File, Line: docs[0].Node.Line, Msg: "a StatusTrace is a YAML mapping"}
 	}
-	return obj, nil
+	return docs[0], nil
 }
 
 // nativeWhole parses a StatusTrace held in memory.
@@ -572,11 +584,10 @@ func nativeWhole(t *Trace, data []byte) error {
 		return &TraceError{File: t.File, Msg: "a StatusTrace is one YAML mapping"}
 	}
 	doc := docs[0]
-	obj := doc.Object()
-	if err := applyHeader(t, obj, 1); err != nil {
+	if err := applyHeader(t, doc); err != nil {
 		return err
 	}
-	raw, ok := obj["steps"]
+	raw, ok := doc.Object()["steps"]
 	if !ok {
 		return &TraceError{File: t.File, Msg: "no steps"}
 	}
@@ -590,80 +601,79 @@ func nativeWhole(t *Trace, data []byte) error {
 		if i >= len(list) {
 			return Step{}, io.EOF
 		}
-		pos, _ := doc.Locate(manifest.NewPath("steps").Index(i))
-		st, err := decodeStep(t.File, pos.Line, list[i])
+		item := doc.At(manifest.NewPath("steps").Index(i))
 		i++
-		return st, err
+		return decodeStep(item, 0)
 	}
 	return nil
 }
 
-var headerKeys = map[string]bool{"apiVersion": true, "kind": true, "metadata": true, "initial": true, "operatorCondition": true,
-	"steps": true, "statusSource": true, "statusSubresource": true, "recorded": true}
-
-// applyHeader reads a StatusTrace's fields other than steps.
-func applyHeader(t *Trace, obj map[string]interface{}, line int) error {
-	for k := range obj {
-		if !headerKeys[k] {
-			return &TraceError{File: t.File, Line: line, Msg: fmt.Sprintf("unknown StatusTrace field %q", k)}
+// applyHeader reads a StatusTrace's fields other than steps, strictly:
+// api/v1alpha1's StatusTrace, unknown and repeated fields refused with
+// their line.
+func applyHeader(t *Trace, doc *manifest.Document) error {
+	var h v1alpha1.StatusTrace
+	if doc != nil {
+		// The steps are decoded one by one, with their own lines.
+		head := *doc
+		if obj := doc.Object(); obj != nil {
+			if _, ok := obj["steps"]; ok {
+				cp := make(map[string]interface{}, len(obj))
+				for k, v := range obj {
+					if k != "steps" {
+						cp[k] = v
+					}
+				}
+				head.Value = cp
+			}
+		}
+		if errs := manifest.DecodeStrict(&head, &h); len(errs) > 0 {
+			for _, e := range errs {
+				if e.Path != "steps" && !strings.HasPrefix(e.Path, "steps.") {
+					return headerError(t.File, e)
+				}
+			}
 		}
 	}
-	if av, _ := obj["apiVersion"].(string); av != TraceAPIVersion {
-		return &TraceError{File: t.File, Line: line, Msg: fmt.Sprintf("apiVersion is %q, want %s", av, TraceAPIVersion)}
+	line := 1
+	if doc != nil {
+		line = doc.Node.Line
 	}
-	if k, _ := obj["kind"].(string); k != TraceKind {
-		return &TraceError{File: t.File, Line: line, Msg: fmt.Sprintf("kind is %q, want %s", k, TraceKind)}
-	}
-	if md, ok := obj["metadata"].(map[string]interface{}); ok {
-		t.Name, _ = md["name"].(string)
-	}
-	if init, ok := obj["initial"]; ok && init != nil {
-		m, ok := init.(map[string]interface{})
-		if !ok {
-			return &TraceError{File: t.File, Line: line, Msg: "initial must be an object (the CR as first observed) or null"}
+	at := func(field string) int {
+		if doc == nil {
+			return line
 		}
-		t.Initial = m
+		pos, _ := doc.Locate(manifest.NewPath(field))
+		return pos.Line
 	}
-	if oc, ok := obj["operatorCondition"]; ok && oc != nil {
-		m, ok := oc.(map[string]interface{})
-		if !ok {
-			return &TraceError{File: t.File, Line: line, Msg: "operatorCondition must be an object"}
-		}
-		t.OperatorCondition = m
+	if h.APIVersion != v1alpha1.GroupVersion {
+		return &TraceError{File: t.File, Line: at("apiVersion"), Msg: fmt.Sprintf("apiVersion is %q, want %s", h.APIVersion, v1alpha1.GroupVersion)}
 	}
-	if ss, ok := obj["statusSource"]; ok && ss != nil {
-		var val string
-		switch v := ss.(type) {
-		case string:
-			val = v
-		default:
-			val = compactJSON(v)
+	if h.Kind != v1alpha1.TraceKind {
+		return &TraceError{File: t.File, Line: at("kind"), Msg: fmt.Sprintf("kind is %q, want %s", h.Kind, v1alpha1.TraceKind)}
+	}
+	t.Name = h.Metadata.Name
+	t.Initial = h.Initial
+	t.OperatorCondition = h.OperatorCondition
+	if raw := bytes.TrimSpace(h.StatusSource); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		val := string(raw)
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			val = s // the annotation's value as a string
 		}
 		src, problems := contract.Parse(val)
 		if len(problems) > 0 {
-			return &TraceError{File: t.File, Line: line, Msg: "statusSource: " + problems[0].String()}
+			return &TraceError{File: t.File, Line: at("statusSource"), Msg: "statusSource: " + problems[0].String()}
 		}
-		t.declared = src
+		t.Declared = src
 		if !t.given {
 			t.Source = src
 		}
 	}
-	if rec, ok := obj["recorded"]; ok {
-		b, ok := rec.(bool)
-		if !ok {
-			return &TraceError{File: t.File, Line: line, Msg: "recorded must be true or false"}
-		}
-		// Recorded from a cluster (statuscheck record): judged as recorded
-		// input is, the gate evaluated after every observed change.
-		t.Recorded = b
-	}
-	if sub, ok := obj["statusSubresource"]; ok {
-		b, ok := sub.(bool)
-		if !ok {
-			return &TraceError{File: t.File, Line: line, Msg: "statusSubresource must be true or false"}
-		}
-		t.StatusSubresource = &b
-	}
+	// Recorded from a cluster (statuscheck record): judged as recorded
+	// input is, the gate evaluated after every observed change.
+	t.Recorded = h.Recorded
+	t.StatusSubresource = h.StatusSubresource
 	if t.Initial != nil && !t.given {
 		t.Identity = identityOf(t.Initial)
 	}
@@ -671,15 +681,12 @@ func applyHeader(t *Trace, obj map[string]interface{}, line int) error {
 }
 
 func identityOf(obj map[string]interface{}) Identity {
-	id := Identity{}
-	id.APIVersion, _ = obj["apiVersion"].(string)
-	id.Kind, _ = obj["kind"].(string)
-	if md, ok := obj["metadata"].(map[string]interface{}); ok {
-		id.Name, _ = md["name"].(string)
-		id.Namespace, _ = md["namespace"].(string)
-	}
-	return id
+	u := unstructured.Unstructured{Object: obj}
+	return Identity{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace()}
 }
+
+// IdentityOf names the object obj is.
+func IdentityOf(obj map[string]interface{}) Identity { return identityOf(obj) }
 
 // stepChunk is how many steps are parsed at once: the YAML parser's setup
 // is paid once per chunk, memory stays bounded.
@@ -798,12 +805,8 @@ func (r *stepReader) decodeChunk(data []byte, startLine int) ([]Step, error) {
 		return nil, &TraceError{File: r.t.File, Line: startLine, Msg: "steps must be a list"}
 	}
 	steps := make([]Step, 0, len(list))
-	for i, item := range list {
-		line := startLine
-		if i < len(docs[0].Node.Content) {
-			line = docs[0].Node.Content[i].Line + startLine - 1
-		}
-		st, err := decodeStep(r.t.File, line, item)
+	for i := range list {
+		st, err := decodeStep(docs[0].At(manifest.Path{}.Index(i)), startLine-1)
 		if err != nil {
 			return nil, err
 		}
@@ -812,151 +815,20 @@ func (r *stepReader) decodeChunk(data []byte, startLine int) ([]Step, error) {
 	return steps, nil
 }
 
-var verbs = []Verb{VerbUpdate, VerbUpdateStatus, VerbRequest, VerbCheck, VerbUpgrade, VerbCreate, VerbDelete}
-
-// allowed says which actor may take which verb on which target (docs/contract.md
-// section 8): users, operators and admins write; the operator writes
-// status; OLM requests, checks, upgrades and syncs the OperatorCondition.
-func allowed(a Actor, v Verb, t Target) bool {
-	switch v {
-	case VerbUpdate, VerbCreate, VerbDelete:
-		return a == ActorUser || a == ActorOperator || a == ActorAdmin
-	case VerbUpdateStatus:
-		if t == TargetOperatorCondition {
-			return a == ActorOLM
-		}
-		return a == ActorOperator
-	case VerbRequest, VerbCheck, VerbUpgrade:
-		return a == ActorOLM && t == TargetSource
+// Skipped lists the other objects a recording held, which were left out,
+// with how often each was seen ("" for none).
+func (t *Trace) Skipped() string {
+	if t.differ == nil || len(t.differ.others) == 0 {
+		return ""
 	}
-	return false
+	return t.differ.otherObjects()
 }
 
-// decodeStep reads one step: an actor, an optional target and one verb.
-func decodeStep(file string, line int, raw interface{}) (Step, error) {
-	fail := func(format string, args ...interface{}) (Step, error) {
-		return Step{}, &TraceError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+// NoSteps is the error for an input that held no step: nothing to judge
+// is never a clean result.
+func (t *Trace) NoSteps() error {
+	if t.differ != nil {
+		return t.differ.noSteps()
 	}
-	m, ok := raw.(map[string]interface{})
-	if !ok {
-		return fail("a step is a mapping like {actor: user, update: {...}}")
-	}
-	st := Step{File: file, Line: line}
-	var verbFound []string
-	for k, v := range m {
-		switch k {
-		case "generation":
-			g, ok := toInt(v)
-			if !ok {
-				return fail("generation must be an integer, not %q", fmt.Sprint(v))
-			}
-			st.Recorded, st.Observed = &g, true
-		case "resourceVersion":
-			st.ResourceVersion = fmt.Sprint(v)
-		case "time":
-			st.Time = fmt.Sprint(v)
-		case "who":
-			st.Who = fmt.Sprint(v)
-		case "actor":
-			s, _ := v.(string)
-			switch Actor(s) {
-			case ActorUser, ActorOperator, ActorOLM, ActorAdmin:
-				st.Actor = Actor(s)
-			default:
-				return fail("unknown actor %q (want user, operator, olm or admin)", fmt.Sprint(v))
-			}
-		case "target":
-			s, _ := v.(string)
-			switch Target(s) {
-			case TargetOperatorCondition:
-				st.Target = TargetOperatorCondition
-			case "StatusSource", "":
-			default:
-				return fail("unknown target %q (want OperatorCondition, or none for the status source)", fmt.Sprint(v))
-			}
-		default:
-			known := false
-			for _, vb := range verbs {
-				if string(vb) == k {
-					known = true
-				}
-			}
-			if !known {
-				return fail("unknown step field %q (verbs: update, updateStatus, request, check, upgrade, create, delete)", k)
-			}
-			verbFound = append(verbFound, k)
-		}
-	}
-	if st.Actor == "" {
-		return fail("a step needs an actor")
-	}
-	switch len(verbFound) {
-	case 0:
-		return fail("a step needs a verb (update, updateStatus, request, check, upgrade, create or delete)")
-	case 1:
-	default:
-		return fail("one verb per step, not %s", strings.Join(verbFound, " and "))
-	}
-	st.Verb = Verb(verbFound[0])
-	if !allowed(st.Actor, st.Verb, st.Target) {
-		return fail("%s cannot %s %s", st.Actor, st.Verb, map[bool]string{true: "the OperatorCondition", false: "the status source"}[st.Target == TargetOperatorCondition])
-	}
-	val := m[verbFound[0]]
-	switch st.Verb {
-	case VerbUpdate, VerbCreate:
-		mv, ok := val.(map[string]interface{})
-		if !ok {
-			return fail("%s needs an object", st.Verb)
-		}
-		st.Value = mv
-	case VerbUpdateStatus:
-		if val != nil {
-			mv, ok := val.(map[string]interface{})
-			if !ok {
-				return fail("updateStatus needs the new status as an object")
-			}
-			st.Value = mv
-		} else if st.Target != TargetOperatorCondition {
-			st.Value = nil // an empty status
-		}
-	case VerbCheck:
-		if mv, ok := val.(map[string]interface{}); ok {
-			for k, ev := range mv {
-				if k != "expect" {
-					return fail("unknown check field %q", k)
-				}
-				switch contract.Verdict(fmt.Sprint(ev)) {
-				case contract.Allow, contract.Block:
-					st.Expect = contract.Verdict(fmt.Sprint(ev))
-				default:
-					return fail("expect must be Allow or Block, not %q", fmt.Sprint(ev))
-				}
-			}
-		} else if val != nil {
-			return fail("check takes {} or {expect: Allow|Block}")
-		}
-	case VerbRequest:
-		if mv, ok := val.(map[string]interface{}); ok {
-			if tok, ok := mv["token"]; ok {
-				st.Value = map[string]interface{}{"token": fmt.Sprint(tok)}
-			}
-		}
-	case VerbDelete:
-		mv, ok := val.(map[string]interface{})
-		if !ok && val != nil {
-			return fail("delete takes {} or {propagationPolicy: Orphan|Background|Foreground}")
-		}
-		for k, pv := range mv {
-			if k != "propagationPolicy" {
-				return fail("unknown delete field %q (want propagationPolicy)", k)
-			}
-			switch p := fmt.Sprint(pv); p {
-			case "Orphan", "Background", "Foreground":
-				st.Value = map[string]interface{}{"propagationPolicy": p}
-			default:
-				return fail("propagationPolicy must be Orphan, Background or Foreground, not %q", p)
-			}
-		}
-	}
-	return st, nil
+	return &TraceError{File: t.File, Msg: "the StatusTrace has no steps: nothing to replay"}
 }

@@ -1,4 +1,4 @@
-package simulate
+package explore
 
 import (
 	"context"
@@ -15,24 +15,28 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/source"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 func handshakeBundle(name string) string {
 	return filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "handshake", name)
 }
 
-func exploreBundle(t testing.TB, name string, p contract.Policy, depth int) (*Config, *ExploreResult) {
-	ctx, err := ContextFromBundle(handshakeBundle(name))
+func exploreBundle(t testing.TB, name string, p contract.Policy, depth int) (*Config, *Result) {
+	ctx, err := source.FromBundle(handshakeBundle(name))
 	require.NoError(t, err)
 	cfg := &Config{Source: ctx.Source, StatusSubresource: *ctx.StatusSubresource, CR: ctx.Resource, Policies: []contract.Policy{p}, Primary: p}
-	res, err := Explore(context.Background(), cfg, ExploreOptions{Depth: depth})
+	res, err := Run(context.Background(), cfg, Options{Depth: depth})
 	require.NoError(t, err)
 	return cfg, res
 }
 
-func rules(res *ExploreResult) []string {
+func rules(res *Result) []string {
 	var out []string
 	for _, c := range res.Counterexamples {
 		out = append(out, c.Violation.Rule)
@@ -47,9 +51,9 @@ func TestExploreResults(t *testing.T) {
 		policy contract.Policy
 		want   string // "" means no violation at all
 	}{
-		{"none", contract.PolicyNaive, RuleUnsafeApproval},
-		{"none", contract.PolicyOLM, RuleUpgradeWhileBlocked},
-		{"request-annotation", contract.PolicyOLM, RuleUnacknowledgedUpgrade},
+		{"none", contract.PolicyNaive, simulate.RuleUnsafeApproval},
+		{"none", contract.PolicyOLM, simulate.RuleUpgradeWhileBlocked},
+		{"request-annotation", contract.PolicyOLM, simulate.RuleUnacknowledgedUpgrade},
 		{"request-spec", contract.PolicyOLM, ""},
 		{"request-annotation-ack", contract.PolicyOLM, ""},
 	}
@@ -69,7 +73,7 @@ func TestExploreResults(t *testing.T) {
 	// Without a handshake, olm's only flaw is the race between check and
 	// replacement: it never approves on outdated information itself.
 	_, res := exploreBundle(t, "none", contract.PolicyOLM, DefaultDepth)
-	assert.Equal(t, []string{RuleUpgradeWhileBlocked}, rules(res))
+	assert.Equal(t, []string{simulate.RuleUpgradeWhileBlocked}, rules(res))
 }
 
 // TestCounterexamplesReplay writes every counterexample of every bundle
@@ -88,13 +92,13 @@ func TestCounterexamplesReplay(t *testing.T) {
 				want := res.Counterexamples[i].Violation
 				t.Run(b+"/"+string(p)+"/"+filepath.Base(f), func(t *testing.T) {
 					count++
-					tr, err := Open(f, OpenOptions{})
+					tr, err := trace.Open(f, trace.OpenOptions{})
 					require.NoError(t, err)
 					defer tr.Close()
-					rcfg, _, err := (*Context)(nil).Config(tr, []contract.Policy{p}, p)
+					rcfg, _, err := simulate.NewConfig(nil, tr, []contract.Policy{p}, p)
 					require.NoError(t, err)
 					assert.Equal(t, cfg.StatusSubresource, rcfg.StatusSubresource)
-					sum, err := Replay(tr, rcfg, nil)
+					sum, err := simulate.Replay(tr, rcfg, nil)
 					require.NoError(t, err)
 					found := false
 					for _, v := range sum.Violations {
@@ -122,15 +126,15 @@ func TestExploreIsDeterministic(t *testing.T) {
 }
 
 func TestExploreStopsWhenTold(t *testing.T) {
-	ctx, err := ContextFromBundle(handshakeBundle("operatorcondition"))
+	ctx, err := source.FromBundle(handshakeBundle("operatorcondition"))
 	require.NoError(t, err)
 	cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
-	res, err := Explore(c, cfg, ExploreOptions{Depth: 30})
+	res, err := Run(c, cfg, Options{Depth: 30})
 	require.NoError(t, err)
 	assert.True(t, res.Stopped)
-	res, err = Explore(context.Background(), cfg, ExploreOptions{Depth: 30, MaxStates: 500})
+	res, err = Run(context.Background(), cfg, Options{Depth: 30, MaxStates: 500})
 	require.NoError(t, err)
 	assert.True(t, res.Stopped)
 	assert.LessOrEqual(t, res.States, 500)
@@ -145,12 +149,12 @@ func TestExploreDepth20Memory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	var res *ExploreResult
+	var res *Result
 	peak := uint64(0)
-	ctx, err := ContextFromBundle(handshakeBundle("operatorcondition"))
+	ctx, err := source.FromBundle(handshakeBundle("operatorcondition"))
 	require.NoError(t, err)
 	cfg := &Config{Source: ctx.Source, StatusSubresource: true, CR: ctx.Resource, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
-	res, err = Explore(context.Background(), cfg, ExploreOptions{Depth: 20, Progress: func(ExploreProgress) {
+	res, err = Run(context.Background(), cfg, Options{Depth: 20, Progress: func(Progress) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		peak = max(peak, ms.HeapInuse)
@@ -164,19 +168,19 @@ func TestExploreDepth20Memory(t *testing.T) {
 }
 
 func TestTraceYAMLRoundTrip(t *testing.T) {
-	ctx, err := ContextFromBundle(handshakeBundle("request-annotation-ack"))
+	ctx, err := source.FromBundle(handshakeBundle("request-annotation-ack"))
 	require.NoError(t, err)
 	cfg := &Config{Source: ctx.Source, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
 	cr, _, _, err := exploreStart(cfg, nil)
 	require.NoError(t, err)
 	steps := []Step{
-		{Actor: ActorOLM, Verb: VerbRequest},
-		{Actor: ActorOperator, Verb: VerbUpdateStatus, Value: statusValue(cfg.Source, true, 1, "1")},
-		{Actor: ActorOLM, Verb: VerbCheck, Expect: contract.Allow},
-		{Actor: ActorOLM, Verb: VerbUpgrade},
+		{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbRequest},
+		{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg.Source, true, 1, "1")},
+		{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck, Expect: contract.Allow},
+		{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade},
 	}
-	data := TraceYAML("round-trip", "a comment", cfg, cr, nil, steps)
-	tr, err := OpenReader("rt.yaml", bytesReader(data), OpenOptions{})
+	data := Trace("round-trip", "a comment", cfg, &Result{Initial: cr}, steps)
+	tr, err := trace.OpenReader("rt.yaml", bytesReader(data), trace.OpenOptions{})
 	require.NoError(t, err)
 	var got []Step
 	for {
@@ -211,12 +215,12 @@ func BenchmarkExplore(b *testing.B) {
 		})
 	}
 	b.Run("request-spec/10s", func(b *testing.B) {
-		ctx, err := ContextFromBundle(handshakeBundle("request-spec"))
+		ctx, err := source.FromBundle(handshakeBundle("request-spec"))
 		require.NoError(b, err)
 		cfg := &Config{Source: ctx.Source, StatusSubresource: true, CR: ctx.Resource, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
 		for b.Loop() {
 			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			res, err := Explore(c, cfg, ExploreOptions{Depth: 1000})
+			res, err := Run(c, cfg, Options{Depth: 1000})
 			cancel()
 			require.NoError(b, err)
 			b.ReportMetric(float64(res.Depth), "depth-in-10s")
@@ -282,10 +286,10 @@ spec:
 		t.Run(tt.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "crd.yaml")
 			require.NoError(t, os.WriteFile(p, []byte(crdWith(tt.spec)), 0o644))
-			ctx, err := ContextFromCRD(p, "example.com/v1/Widget/w")
+			ctx, err := source.FromCRD(p, "example.com/v1/Widget/w")
 			require.NoError(t, err)
 			cfg := &Config{Source: ctx.Source, StatusSubresource: true, CR: ctx.Resource, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
-			res, err := Explore(context.Background(), cfg, ExploreOptions{Depth: 4})
+			res, err := Run(context.Background(), cfg, Options{Depth: 4})
 			if tt.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.err)
@@ -296,8 +300,8 @@ spec:
 			assert.NotContains(t, fmt.Sprint(res.Initial), "storageLayer", "no invented field")
 			found := false
 			for _, c := range res.Counterexamples {
-				found = found || c.Violation.Rule == RuleUpgradeWhileBlocked
-				assert.NotEqual(t, RuleWriteRejected, c.Violation.Rule, "every explored write is one the apiserver takes")
+				found = found || c.Violation.Rule == simulate.RuleUpgradeWhileBlocked
+				assert.NotEqual(t, simulate.RuleWriteRejected, c.Violation.Rule, "every explored write is one the apiserver takes")
 			}
 			assert.True(t, found, "the race is found with this field too")
 		})

@@ -1,4 +1,4 @@
-package simulate
+package explore
 
 import (
 	"encoding/json"
@@ -9,8 +9,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
-	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/jsonobj"
+	"github.com/statuscheck/statuscheck/pkg/simulate"
 )
 
 // SpecChange is the user's spec change in an exploration: one field that
@@ -28,17 +29,17 @@ type SpecChange struct {
 
 // String describes the change for a reader.
 func (c SpecChange) String() string {
-	return fmt.Sprintf(".%s between %s and %s (%s)", strings.Join(c.Path, "."), compactJSON(c.A), compactJSON(c.B), c.Why)
+	return fmt.Sprintf(".%s between %s and %s (%s)", strings.Join(c.Path, "."), jsonobj.Compact(c.A), jsonobj.Compact(c.B), c.Why)
 }
 
 // patch is the update that sets the field to v.
 func (c SpecChange) patch(v interface{}) map[string]interface{} {
-	return nestedPatch(c.Path, v)
+	return jsonobj.NestedPatch(c.Path, v)
 }
 
 // other is the value the next change writes.
-func (c SpecChange) other(cr Object) interface{} {
-	if cur, ok := nested(cr.Body, c.Path); ok && equalJSON(cur, c.B) {
+func (c SpecChange) other(cr simulate.Object) interface{} {
+	if cur, ok := nested(cr.Body, c.Path); ok && jsonobj.Equal(cur, c.B) {
 		return c.A
 	}
 	return c.B
@@ -137,8 +138,8 @@ func jsonNumbers(v interface{}) interface{} {
 // preserves unknown fields is used.
 func pickSpecChange(cfg *Config, initial map[string]interface{}) (SpecChange, error) {
 	var skip []string
-	if r := cfg.request(); r != nil && r.SpecPath != "" {
-		skip = contract.FieldPath(r.SpecPath)
+	if r := cfg.Source.Request(); r != nil && r.SpecPath != "" {
+		skip = v1alpha1.FieldPath(r.SpecPath)
 	}
 	var schema *apiextv1.JSONSchemaProps
 	if cfg.CR != nil {
@@ -164,23 +165,23 @@ func pickSpecChange(cfg *Config, initial map[string]interface{}) (SpecChange, er
 // tryChange runs A, then B, then A again through the core from the initial
 // object: each must be accepted and move generation.
 func tryChange(cfg *Config, initial map[string]interface{}, c candidate) (bool, string) {
-	obj := apiserver.MergePatch(initial, nestedPatch(c.path, c.a))
-	s, err := Initial(cfg, obj, nil)
+	obj := jsonobj.MergePatch(initial, jsonobj.NestedPatch(c.path, c.a))
+	s, err := simulate.Initial(cfg, obj, nil)
 	if err != nil {
 		return false, err.Error()
 	}
 	for _, v := range []interface{}{c.b, c.a} {
 		before := s.CR.Generation
-		w, err := updateCR(cfg, s.CR, nestedPatch(c.path, v))
+		after, rf, err := simulate.Write(cfg, s.CR, Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: jsonobj.NestedPatch(c.path, v)})
 		switch {
 		case err != nil:
 			return false, err.Error()
-		case w.refused != nil:
-			return false, w.refused.Error()
-		case w.obj.Generation == before:
+		case rf != nil:
+			return false, rf.Error()
+		case after.Generation == before:
 			return false, "the write does not move generation (pruned or defaulted away)"
 		}
-		s.CR = w.obj
+		s.CR = after
 	}
 	return true, ""
 }

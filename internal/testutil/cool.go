@@ -1,0 +1,32 @@
+package testutil
+
+import (
+	"encoding/json"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+)
+
+// CoolSource is the good bundle's status source, pinned to namespace
+// cool-system, as the reader tests read it.
+var CoolSource = &v1alpha1.StatusSource{APIVersion: "cool.operators.corp/v1beta1", Kind: "CoolOperator", Name: "cool-operator", Namespace: "cool-system"}
+
+// CoolObject is a CoolOperator as a snapshot shows it: generation gen,
+// spec.storageLayer layer and one Upgradeable condition.
+func CoolObject(gen int64, layer string, status string, og int64) map[string]interface{} {
+	return map[string]interface{}{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator",
+		"metadata": map[string]interface{}{"name": "cool-operator", "namespace": "cool-system", "generation": gen},
+		"spec":     map[string]interface{}{"storageLayer": layer},
+		"status": map[string]interface{}{"conditions": []interface{}{map[string]interface{}{"type": "Upgradeable", "status": status,
+			"reason": "R", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": og}}}}
+}
+
+// AuditEvent is one audit.k8s.io/v1 Event line at RequestResponse level
+// of a request on the CoolOperator.
+func AuditEvent(verb, subresource string, user string, obj map[string]interface{}) string {
+	ev := map[string]interface{}{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "stage": "ResponseComplete",
+		"verb": verb, "user": map[string]interface{}{"username": user},
+		"objectRef":      map[string]interface{}{"resource": "cooloperators", "namespace": "cool-system", "name": "cool-operator", "apiGroup": "cool.operators.corp", "apiVersion": "v1beta1", "subresource": subresource},
+		"responseStatus": map[string]interface{}{"code": 200}, "responseObject": obj}
+	data, _ := json.Marshal(ev)
+	return string(data) + "\n"
+}

@@ -1,0 +1,114 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/statuscheck/statuscheck/internal/strict"
+)
+
+// FieldError is a field a strict decode refused, where it is written.
+type FieldError struct {
+	Pos Position
+	*strict.Error
+}
+
+// DecodeStrict decodes a document (or any node read with its value) into
+// a typed struct strictly, as the apiserver's strict field validation
+// does: field names match exactly and an unknown field, or a key written
+// twice in one mapping, is refused (internal/strict, which is
+// sigs.k8s.io/json's strict decoding; repeated YAML keys are found on the
+// nodes, since the converted value keeps only the last). Each error points
+// at the field's line. Whatever decodes is stored in into even when errors
+// are returned.
+func DecodeStrict(doc *Document, into interface{}) []FieldError {
+	var out []FieldError
+	for _, d := range duplicateKeys(doc.Node, nil) {
+		out = append(out, FieldError{Pos: Position{File: doc.File, Line: d.node.Line, Column: d.node.Column},
+			Error: &strict.Error{Kind: strict.Duplicate, Path: d.path, Err: fmt.Errorf("duplicate field %q", d.path)}})
+	}
+	data, err := json.Marshal(doc.Value)
+	if err != nil {
+		return append(out, FieldError{Pos: doc.Pos(), Error: &strict.Error{Kind: strict.Syntax, Err: err}})
+	}
+	for _, e := range strict.Unmarshal(data, into) {
+		if e.Kind == strict.Duplicate {
+			continue // found on the nodes, with their lines
+		}
+		pos := doc.Pos()
+		if e.Path != "" {
+			if e.Kind == strict.Unknown {
+				pos, _ = doc.LocateKey(NewPath(strings.Split(e.Path, ".")...))
+			} else if n := findTyped(doc.Node, strings.Split(e.Path, "."), e.Got); n != nil {
+				pos = Position{File: doc.File, Line: n.Line, Column: n.Column}
+			} else {
+				pos, _ = doc.Locate(NewPath(strings.Split(e.Path, ".")...))
+			}
+		}
+		out = append(out, FieldError{Pos: pos, Error: e})
+	}
+	return out
+}
+
+type duplicate struct {
+	path string
+	node *yaml.Node
+}
+
+// duplicateKeys finds the keys given twice in a mapping, at any depth:
+// the later key, with its dotted path.
+func duplicateKeys(n *yaml.Node, path []string) []duplicate {
+	if n == nil {
+		return nil
+	}
+	var out []duplicate
+	switch n.Kind {
+	case yaml.MappingNode:
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || isMerge(k) {
+				continue
+			}
+			p := append(append([]string(nil), path...), k.Value)
+			if seen[k.Value] {
+				out = append(out, duplicate{path: strings.Join(p, "."), node: k})
+			}
+			seen[k.Value] = true
+			out = append(out, duplicateKeys(v, p)...)
+		}
+	case yaml.SequenceNode:
+		for _, item := range n.Content {
+			out = append(out, duplicateKeys(item, path)...)
+		}
+	}
+	return out
+}
+
+// At is the part of the document at path p, as a document of its own (its
+// node and its converted value), for decoding one piece at a time; nil
+// when p does not exist.
+func (d *Document) At(p Path) *Document {
+	n, ok := locate(d.Node, p)
+	if !ok {
+		return nil
+	}
+	var v interface{} = d.Value
+	for _, e := range p {
+		switch e.kind {
+		case indexElem:
+			l, _ := v.([]interface{})
+			if e.index < 0 || e.index >= len(l) {
+				return nil
+			}
+			v = l[e.index]
+		default:
+			m, _ := v.(map[string]interface{})
+			v = m[e.name]
+		}
+	}
+	return &Document{File: d.File, Index: d.Index, Node: n, Value: v}
+}

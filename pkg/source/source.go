@@ -1,0 +1,258 @@
+// Package source resolves what simulate, record, generate and the bridge
+// are run against: the status source (the CSV's annotation, or a
+// --source reference), its CRD (from the bundle, or --crd files for an
+// operator deployed without OLM), and that CRD's version as the apiserver
+// serves it (package apiserver). It is the one place a bundle or a --crd
+// path is turned into that context.
+package source
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/crd"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+)
+
+// Context is a resolved status source.
+type Context struct {
+	Source *v1alpha1.StatusSource
+	// StatusSubresource is the CRD version's /status (nil when no CRD
+	// was given).
+	StatusSubresource *bool
+	// Plural is the CRD's resource name.
+	Plural string
+	// Namespaced is the CRD's scope.
+	Namespaced bool
+	// CRD is the status source's CRD.
+	CRD *crd.CRD
+	// Resource serves the CRD version: writes are pruned, defaulted and
+	// validated as the apiserver does.
+	Resource *apiserver.Resource
+	// Example is the CR the console creates for the kind (the CSV's
+	// initialization resource, else its alm-examples entry), when the
+	// bundle has one.
+	Example map[string]interface{}
+	// Bundle is the bundle the context came from (nil for --crd).
+	Bundle *bundle.Bundle
+	// From says where the context came from ("bundle DIR", "--crd FILE").
+	From string
+}
+
+// FromBundle takes the status source from a bundle's CSV and the
+// generation rules from its CRD. A bundle with errors validate would
+// report in its files (a YAML error, two CSVs) is refused with what
+// validate says.
+func FromBundle(dir string) (*Context, error) {
+	b, err := bundle.Load(dir, bundle.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(b.Errors...); err != nil {
+		return nil, err
+	}
+	csv := b.CSV()
+	switch {
+	case csv == nil:
+		return nil, fmt.Errorf("%s: no ClusterServiceVersion", dir)
+	case len(b.CSVs) > 1:
+		return nil, fmt.Errorf("%s holds %d ClusterServiceVersions (%s and %s); which status source is meant?", dir, len(b.CSVs), b.CSVs[0].Doc.File, b.CSVs[1].Doc.File)
+	}
+	raw, ok := csv.Obj.Annotations[v1alpha1.AnnotationKey]
+	if !ok {
+		return nil, fmt.Errorf("%s: the CSV %s declares no status source (run statuscheck generate)", csv.Doc.File, csv.Obj.Name)
+	}
+	src, problems := contract.Parse(raw)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%s: the status-source annotation is invalid: %s (run statuscheck validate)", csv.Doc.File, problems[0])
+	}
+	gv := src.GroupVersion()
+	c := b.FindCRD(gv.Group, src.Kind)
+	if c == nil {
+		return nil, fmt.Errorf("%s: no CRD in the bundle defines %s in group %s", dir, src.Kind, gv.Group)
+	}
+	ctx, err := forCRD(src, c, "bundle "+dir)
+	if err != nil {
+		return nil, err
+	}
+	ctx.Example, _ = bundle.StatusSourceExample(csv.Obj, src)
+	ctx.Bundle = b
+	return ctx, nil
+}
+
+func forCRD(src *v1alpha1.StatusSource, c *crd.CRD, from string) (*Context, error) {
+	v := c.Version(src.GroupVersion().Version)
+	if v == nil {
+		return nil, fmt.Errorf("CRD %s has no version %s", c.Name(), src.GroupVersion().Version)
+	}
+	sub := v.StatusSubresource
+	res, err := apiserver.NewResource(c.V1, v.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the apiserver could not serve CRD %s: %w", c.Doc.File, c.Name(), err)
+	}
+	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), Namespaced: c.Namespaced(), CRD: c, From: from, Resource: res}, nil
+}
+
+// ParseRef reads GROUP/VERSION/KIND/NAME or GROUP/VERSION/KIND/NAMESPACE/NAME.
+func ParseRef(ref string) (*v1alpha1.StatusSource, error) {
+	parts := strings.Split(ref, "/")
+	src := &v1alpha1.StatusSource{}
+	switch len(parts) {
+	case 4:
+		src.APIVersion, src.Kind, src.Name = parts[0]+"/"+parts[1], parts[2], parts[3]
+	case 5:
+		src.APIVersion, src.Kind, src.Namespace, src.Name = parts[0]+"/"+parts[1], parts[2], parts[3], parts[4]
+	default:
+		return nil, fmt.Errorf("--source %q is not GROUP/VERSION/KIND/NAME (or GROUP/VERSION/KIND/NAMESPACE/NAME)", ref)
+	}
+	if problems := contract.Check(src); len(problems) > 0 {
+		return nil, fmt.Errorf("--source %q: %s", ref, problems[0])
+	}
+	return src, nil
+}
+
+// FromCRD serves operators deployed without OLM: the CRD file (or a
+// directory of CRD files, as config/crd/bases) and the object's reference.
+func FromCRD(path, ref string) (*Context, error) {
+	src, err := ParseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	gv := src.GroupVersion()
+	var kinds, others []string
+	files, err := crdFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		crds, docs, err := readCRDs(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range crds {
+			if c.Group() == gv.Group && c.Kind() == src.Kind {
+				return forCRD(src, c, "--crd "+filepath.Base(f))
+			}
+			kinds = append(kinds, c.Kind()+"."+c.Group())
+		}
+		for _, d := range docs {
+			if k, _ := d.Object()["kind"].(string); k != crd.Kind && k != "" {
+				others = append(others, k)
+			}
+		}
+	}
+	if len(kinds) == 0 {
+		what := "no CustomResourceDefinition"
+		if len(others) > 0 {
+			what += " (it holds " + strings.Join(dedupe(others), ", ") + ")"
+		}
+		return nil, fmt.Errorf("--crd %s holds %s; give the CRD of %s", path, what, src.Kind)
+	}
+	return nil, fmt.Errorf("--crd %s defines no %s in group %s (it has %s)", path, src.Kind, gv.Group, strings.Join(kinds, ", "))
+}
+
+// LoadCRDs reads --crd: every CRD of a file, or of the manifest files of a
+// directory (files there that are not CRDs, or do not parse, are skipped).
+// A file that holds no CRD is an error.
+func LoadCRDs(path string) ([]*crd.CRD, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --crd %s: %w", path, unwrap(err))
+	}
+	if st.IsDir() {
+		return CRDsIn(path, "")
+	}
+	crds, _, err := readCRDs(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(crds) == 0 {
+		return nil, fmt.Errorf("--crd %s holds no CustomResourceDefinition", path)
+	}
+	return crds, nil
+}
+
+// CRDsIn reads the CRDs among the manifest files of dir, skipping skip
+// (a CSV beside them). Files that are not CRDs, or do not parse, are not
+// its business.
+func CRDsIn(dir, skip string) ([]*crd.CRD, error) {
+	files, err := crdFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*crd.CRD
+	for _, f := range files {
+		if filepath.Clean(f) == filepath.Clean(skip) {
+			continue
+		}
+		crds, _, _ := readCRDs(f)
+		out = append(out, crds...)
+	}
+	return out, nil
+}
+
+// crdFiles is path itself, or the regular manifest files of a directory.
+func crdFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --crd %s: %w", path, unwrap(err))
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --crd %s: %w", path, unwrap(err))
+	}
+	var files []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".yaml", ".yml", ".json":
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+	}
+	return files, nil
+}
+
+// readCRDs reads the CRD documents of one file, with all its documents.
+func readCRDs(file string) ([]*crd.CRD, []*manifest.Document, error) {
+	data, err := bundle.OS{}.ReadFile(file, manifest.DefaultLimits.MaxFileSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", file, unwrap(err))
+	}
+	docs, err := manifest.Parse(file, data, manifest.DefaultLimits)
+	if err != nil {
+		return nil, nil, err
+	}
+	crds, err := crd.DecodeAll(docs)
+	return crds, docs, err
+}
+
+func unwrap(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
