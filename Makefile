@@ -6,13 +6,19 @@ BIN      ?= bin/statuscheck
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build test race lint vet fmt-check docs demo bench fuzz ci clean
+.PHONY: all build cross test race lint vet fmt-check docs demo bench fuzz ci clean
 
 all: build test
 
 build:
 	$(GO) build -o $(BIN) ./cmd/statuscheck
 	$(GO) build -o bin/statuscheck-sdk-validator ./cmd/statuscheck-sdk-validator
+
+## cross: the commands build for the systems operator authors use (the binaries are discarded).
+cross:
+	GOOS=windows GOARCH=amd64 $(GO) build ./cmd/...
+	GOOS=darwin GOARCH=arm64 $(GO) build ./cmd/...
+	GOOS=darwin GOARCH=amd64 $(GO) build ./cmd/...
 
 ## test: lint, then every test (goldens, rule fixtures, the real-bundle corpus, docs/rules.md freshness).
 test: lint
@@ -23,7 +29,7 @@ race:
 	$(GO) test -race $(PKGS)
 
 ## ci: what .ci/run runs: the tests, the race detector, each fuzz target for 10s.
-ci: test race
+ci: test cross race
 	$(MAKE) fuzz FUZZTIME=10s
 
 lint: fmt-check vet

@@ -2,8 +2,9 @@ package record
 
 import (
 	"sort"
-	"strconv"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // settle is how long an event waits for the other watches' events that
@@ -16,22 +17,30 @@ var settle = 300 * time.Millisecond
 // watches, resourceVersions order them: they are the storage's revision
 // (etcd's, global to the cluster's objects; the apiserver's watch cache
 // delivers them in that order, staging/src/k8s.io/apiserver/pkg/storage/
-// cacher), and apimachinery's util/resourceversion compares them as
-// integers. An event is released once it has waited settle and no watch
+// cacher), compared with apimachinery's
+// util/resourceversion.CompareResourceVersion. An event is released once it has waited settle and no watch
 // is down; while one is down (cut, being re-established), everything
 // waits, since its missed events will come first.
 type merger struct {
 	down    map[string]bool
 	pending []pendingEvent
 	seq     int
-	maxRV   uint64
+	maxRV   string
 }
 
 type pendingEvent struct {
 	ev      event
-	rv      uint64
+	rv      string
 	seq     int
 	arrived time.Time
+}
+
+// before orders two queued events: by resourceVersion, then by arrival.
+func (p pendingEvent) before(q pendingEvent) bool {
+	if c, err := resourceversion.CompareResourceVersion(p.rv, q.rv); err == nil && c != 0 {
+		return c < 0
+	}
+	return p.seq < q.seq
 }
 
 func newMerger(kinds ...string) *merger {
@@ -49,19 +58,16 @@ func (m *merger) setUp(kind string, up bool) { m.down[kind] = !up }
 func (m *merger) add(ev event, now time.Time) {
 	rv := m.maxRV // an unreadable version keeps the event's arrival order
 	if ev.obj != nil {
-		if v, err := strconv.ParseUint(ev.obj.GetResourceVersion(), 10, 64); err == nil {
+		if v := ev.obj.GetResourceVersion(); wellFormed(v) {
 			rv = v
 		}
 	}
-	if rv > m.maxRV {
+	if m.maxRV == "" || later(rv, m.maxRV) {
 		m.maxRV = rv
 	}
 	m.seq++
 	p := pendingEvent{ev: ev, rv: rv, seq: m.seq, arrived: now}
-	i := sort.Search(len(m.pending), func(i int) bool {
-		q := m.pending[i]
-		return q.rv > rv || (q.rv == rv && q.seq > p.seq)
-	})
+	i := sort.Search(len(m.pending), func(i int) bool { return p.before(m.pending[i]) })
 	m.pending = append(m.pending, pendingEvent{})
 	copy(m.pending[i+1:], m.pending[i:])
 	m.pending[i] = p
@@ -90,6 +96,19 @@ func (m *merger) ready(now time.Time, flush bool) []event {
 	}
 	m.pending = append(m.pending[:0], m.pending[n:]...)
 	return out
+}
+
+// wellFormed: a resourceVersion CompareResourceVersion can compare.
+func wellFormed(rv string) bool {
+	_, err := resourceversion.CompareResourceVersion(rv, rv)
+	return err == nil
+}
+
+// later reports whether resourceVersion a is after b (false when either
+// is not one).
+func later(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c > 0
 }
 
 // next is when ready may next give something (zero: nothing pending).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // listTimeout bounds the first lists.
@@ -171,16 +173,18 @@ type watched struct {
 	namespaced bool
 }
 
-// watchLoop watches one resource from its first list's resourceVersion,
-// watching again from the last version seen when the server (or the
-// network) ends the watch, and listing again when that version has
-// expired: then the listed objects that changed go out as changes and
-// the ones that went away as deletions. This is what client-go's
-// reflector does (tools/cache/reflector.go, ListAndWatch and
-// watchHandler), kept here so the recorder sees each event once, in
-// order, and not a store's latest state.
+// watchLoop watches one resource from its first list's resourceVersion
+// with client-go's RetryWatcher (tools/watch), which watches again from the
+// last version it delivered when the server or the network ends a watch.
+// What RetryWatcher leaves to its user is done here, as client-go's
+// reflector does it (tools/cache/reflector.go, ListAndWatch): a version
+// that has expired (410 Gone, as an event or as the watch's answer) is
+// listed again, and the listed objects that changed go out as changes and
+// the ones that went away as deletions, so the recorder sees each event
+// once, in order, and not a store's latest state. Each (re)established
+// watch is announced "up" and each end of one "down", so the merger knows
+// when to wait.
 func watchLoop(ctx context.Context, w0 watched, first *unstructured.UnstructuredList, out chan<- event, host string, ns string) {
-	res, opts, kind := w0.res, w0.opts, w0.kind
 	rv := first.GetResourceVersion()
 	known := map[string]*unstructured.Unstructured{}
 	for i := range first.Items {
@@ -194,12 +198,15 @@ func watchLoop(ctx context.Context, w0 watched, first *unstructured.Unstructured
 			return false
 		}
 	}
+	fail := func(verb string, err error) {
+		if ctx.Err() == nil {
+			send(event{err: explain(err, host, verb, w0.gvr, ns, w0.namespaced)})
+		}
+	}
 	relist := func() bool {
-		l, err := res.List(ctx, opts)
+		l, err := w0.res.List(ctx, w0.opts)
 		if err != nil {
-			if ctx.Err() == nil {
-				send(event{err: explain(err, host, "list", w0.gvr, ns, w0.namespaced)})
-			}
+			fail("list", err)
 			return false
 		}
 		seen := map[string]bool{}
@@ -208,7 +215,7 @@ func watchLoop(ctx context.Context, w0 watched, first *unstructured.Unstructured
 			seen[o.GetName()] = true
 			if k := known[o.GetName()]; k == nil || k.GetResourceVersion() != o.GetResourceVersion() {
 				known[o.GetName()] = o
-				if !send(event{kind: kind, t: watch.Modified, obj: o}) {
+				if !send(event{kind: w0.kind, t: watch.Modified, obj: o}) {
 					return false
 				}
 			}
@@ -216,7 +223,7 @@ func watchLoop(ctx context.Context, w0 watched, first *unstructured.Unstructured
 		for n, o := range known {
 			if !seen[n] {
 				delete(known, n)
-				if !send(event{kind: kind, t: watch.Deleted, obj: o}) {
+				if !send(event{kind: w0.kind, t: watch.Deleted, obj: o}) {
 					return false
 				}
 			}
@@ -224,46 +231,42 @@ func watchLoop(ctx context.Context, w0 watched, first *unstructured.Unstructured
 		rv = l.GetResourceVersion()
 		return true
 	}
-	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		o := opts
-		o.ResourceVersion, o.AllowWatchBookmarks = rv, true
-		w, err := res.Watch(ctx, o)
+		wctx, stop := context.WithCancel(ctx)
+		lw := &announced{w: w0, send: send, expired: make(chan struct{}, 1), fatal: make(chan error, 1)}
+		rw, err := watchtools.NewRetryWatcherWithContext(wctx, rv, lw)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				if !relist() {
-					return
-				}
-				continue
-			}
-			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err) {
-				send(event{err: explain(err, host, "watch", w0.gvr, ns, w0.namespaced)})
-				return
-			}
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
-		if !send(event{kind: kind, up: "up"}) {
-			w.Stop()
+			stop()
+			fail("watch", err)
 			return
 		}
 		expired := false
-		for ev := range w.ResultChan() {
-			switch ev.Type {
-			case watch.Error:
-				if st := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(st) || apierrors.IsGone(st) {
-					expired = true
+	events:
+		for {
+			select {
+			case <-lw.expired:
+				expired = true
+				break events
+			case err := <-lw.fatal:
+				stop()
+				<-rw.Done()
+				fail("watch", err)
+				return
+			case ev, ok := <-rw.ResultChan():
+				if !ok {
+					break events
 				}
-			case watch.Bookmark:
-				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
-					rv = u.GetResourceVersion()
+				if ev.Type == watch.Error {
+					err := apierrors.FromObject(ev.Object)
+					if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+						expired = true
+						break events
+					}
+					stop()
+					<-rw.Done()
+					fail("watch", err)
+					return
 				}
-			default:
 				u, ok := ev.Object.(*unstructured.Unstructured)
 				if !ok {
 					continue
@@ -274,23 +277,95 @@ func watchLoop(ctx context.Context, w0 watched, first *unstructured.Unstructured
 				} else {
 					known[u.GetName()] = u
 				}
-				if !send(event{kind: kind, t: ev.Type, obj: u}) {
-					w.Stop()
+				if !send(event{kind: w0.kind, t: ev.Type, obj: u}) {
+					stop()
+					<-rw.Done()
 					return
 				}
 			}
-			if expired {
-				break
-			}
 		}
-		w.Stop()
-		if !send(event{kind: kind, up: "down"}) {
+		stop()
+		<-rw.Done()
+		if !send(event{kind: w0.kind, up: "down"}) {
 			return
 		}
-		if expired && !relist() {
+		if !expired || !relist() {
 			return
 		}
 	}
+}
+
+// announced is the watch RetryWatcher (re)establishes, telling the merger
+// when one is up and when it has ended, and the loop when the version
+// asked for has expired or the watch can never succeed (RetryWatcher
+// would retry those for ever).
+type announced struct {
+	w       watched
+	send    func(event) bool
+	expired chan struct{}
+	fatal   chan error
+}
+
+// WatchWithContext is cache.WatcherWithContext's.
+func (a *announced) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	o := a.w.opts
+	o.ResourceVersion, o.AllowWatchBookmarks = opts.ResourceVersion, true
+	w, err := a.w.res.Watch(ctx, o)
+	switch {
+	case err == nil:
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		select {
+		case a.expired <- struct{}{}:
+		default:
+		}
+		return nil, err
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err):
+		select {
+		case a.fatal <- err:
+		default:
+		}
+		return nil, err
+	default:
+		return nil, err
+	}
+	if !a.send(event{kind: a.w.kind, up: "up"}) {
+		w.Stop()
+		return nil, ctx.Err()
+	}
+	return &ending{Interface: w, quit: make(chan struct{}), done: func() { a.send(event{kind: a.w.kind, up: "down"}) }}, nil
+}
+
+// ending is a watch that says when its result channel has closed.
+type ending struct {
+	watch.Interface
+	once, stopped sync.Once
+	ch            chan watch.Event
+	quit          chan struct{}
+	done          func()
+}
+
+func (e *ending) ResultChan() <-chan watch.Event {
+	e.once.Do(func() {
+		e.ch = make(chan watch.Event)
+		go func() {
+			defer close(e.ch)
+			defer e.done()
+			for ev := range e.Interface.ResultChan() {
+				select {
+				case e.ch <- ev:
+				case <-e.quit:
+					return
+				}
+			}
+		}()
+	})
+	return e.ch
+}
+
+// Stop stops the watch and its forwarding.
+func (e *ending) Stop() {
+	e.stopped.Do(func() { close(e.quit) })
+	e.Interface.Stop()
 }
 
 // explain turns a client error into the one line a user needs: who may

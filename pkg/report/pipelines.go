@@ -12,6 +12,7 @@ import (
 
 	scorecard "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
 	apierrors "github.com/operator-framework/api/pkg/validation/errors"
+	sarif "github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
 	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/validate"
@@ -101,87 +102,6 @@ func appendOnce(list []string, s string) []string {
 	return append(list, s)
 }
 
-// SARIF 2.1.0, as GitHub code scanning accepts it.
-type sarifLog struct {
-	Schema  string     `json:"$schema"`
-	Version string     `json:"version"`
-	Runs    []sarifRun `json:"runs"`
-}
-
-type sarifRun struct {
-	Tool        sarifTool         `json:"tool"`
-	Invocations []sarifInvocation `json:"invocations"`
-	Results     []sarifResult     `json:"results"`
-}
-
-// sarifInvocation says whether the run did its job: a bundle that could
-// not be read is not a clean result (SARIF 2.1.0 section 3.20.14).
-type sarifInvocation struct {
-	ExecutionSuccessful        bool                `json:"executionSuccessful"`
-	ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications,omitempty"`
-}
-
-type sarifNotification struct {
-	Level   string    `json:"level"`
-	Message sarifText `json:"message"`
-}
-
-type sarifTool struct {
-	Driver sarifDriver `json:"driver"`
-}
-
-type sarifDriver struct {
-	Name           string      `json:"name"`
-	InformationURI string      `json:"informationUri"`
-	Version        string      `json:"version,omitempty"`
-	Rules          []sarifRule `json:"rules"`
-}
-
-type sarifText struct {
-	Text string `json:"text"`
-}
-
-type sarifRule struct {
-	ID                   string         `json:"id"`
-	Name                 string         `json:"name"`
-	ShortDescription     sarifText      `json:"shortDescription"`
-	FullDescription      sarifText      `json:"fullDescription"`
-	Help                 sarifText      `json:"help"`
-	HelpURI              string         `json:"helpUri,omitempty"`
-	DefaultConfiguration sarifRuleLevel `json:"defaultConfiguration"`
-}
-
-type sarifRuleLevel struct {
-	Level string `json:"level"`
-}
-
-type sarifResult struct {
-	RuleID    string          `json:"ruleId"`
-	RuleIndex int             `json:"ruleIndex"`
-	Level     string          `json:"level"`
-	Message   sarifText       `json:"message"`
-	Locations []sarifLocation `json:"locations"`
-}
-
-type sarifLocation struct {
-	PhysicalLocation sarifPhysical `json:"physicalLocation"`
-}
-
-type sarifPhysical struct {
-	ArtifactLocation sarifArtifact `json:"artifactLocation"`
-	Region           *sarifRegion  `json:"region,omitempty"`
-}
-
-type sarifArtifact struct {
-	URI       string `json:"uri"`
-	URIBaseID string `json:"uriBaseId,omitempty"`
-}
-
-type sarifRegion struct {
-	StartLine   int `json:"startLine"`
-	StartColumn int `json:"startColumn,omitempty"`
-}
-
 // sarifSchema is the schema GitHub documents for uploads.
 const sarifSchema = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -195,30 +115,34 @@ func sarifLevel(s result.Severity) string {
 	return "note"
 }
 
-// SARIF writes a SARIF 2.1.0 log: the registry's rules, and each finding
-// with a URI relative to root (the repository) and a region.
+// SARIF writes a SARIF 2.1.0 log (github.com/owenrumney/go-sarif's types,
+// as GitHub code scanning accepts it): the registry's rules, one
+// invocation that says whether every bundle could be read (SARIF 2.1.0
+// section 3.20.14), and each finding with a URI relative to root (the
+// repository) and a region.
 func SARIF(w io.Writer, rep *result.Report, rules []validate.Rule, root, version string) error {
-	driver := sarifDriver{Name: "statuscheck", InformationURI: "https://github.com/statuscheck/statuscheck", Version: version}
-	index := map[string]int{}
-	for i, r := range rules {
-		index[r.ID] = i
-		driver.Rules = append(driver.Rules, sarifRule{
-			ID: r.ID, Name: ruleName(r.ID),
-			ShortDescription:     sarifText{Text: r.Summary},
-			FullDescription:      sarifText{Text: r.Summary},
-			Help:                 sarifText{Text: r.Remediation},
-			HelpURI:              "https://github.com/statuscheck/statuscheck/blob/main/docs/rules.md#" + r.ID,
-			DefaultConfiguration: sarifRuleLevel{Level: sarifLevel(r.Severity)},
-		})
+	log := sarif.NewReport()
+	log.Schema = sarifSchema
+	run := sarif.NewRunWithInformationURI("statuscheck", "https://github.com/statuscheck/statuscheck")
+	if version != "" {
+		run.Tool.Driver.WithVersion(version)
 	}
-	run := sarifRun{Tool: sarifTool{Driver: driver}, Results: []sarifResult{}}
-	inv := sarifInvocation{ExecutionSuccessful: !rep.Failed()}
+	for _, r := range rules {
+		run.AddRule(r.ID).WithName(ruleName(r.ID)).
+			WithShortDescription(sarif.NewMultiformatMessageString().WithText(r.Summary)).
+			WithFullDescription(sarif.NewMultiformatMessageString().WithText(r.Summary)).
+			WithHelp(sarif.NewMultiformatMessageString().WithText(r.Remediation)).
+			WithHelpURI("https://github.com/statuscheck/statuscheck/blob/main/docs/rules.md#" + r.ID).
+			WithDefaultConfiguration(sarif.NewReportingConfiguration().WithLevel(sarifLevel(r.Severity)))
+	}
+	inv := sarif.NewInvocation().WithExecutionSuccessful(!rep.Failed())
 	for _, b := range rep.Bundles {
 		for _, e := range b.Errors {
-			inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "error", Message: sarifText{Text: e}})
+			inv.AddToolExecutionNotification(sarif.NewNotification().WithLevel("error").WithMessage(sarif.NewTextMessage(e)))
 		}
 	}
-	run.Invocations = []sarifInvocation{inv}
+	run.AddInvocation(inv)
+	run.WithResults([]*sarif.Result{})
 	for _, b := range rep.Bundles {
 		for _, f := range b.Findings {
 			file, object := splitObject(f.File)
@@ -226,18 +150,24 @@ func SARIF(w io.Writer, rep *result.Report, rules []validate.Rule, root, version
 			if object != "" {
 				msg = object + ": " + msg
 			}
-			loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: artifact(root, file)}}
+			phys := sarif.NewPhysicalLocation().WithArtifactLocation(artifact(root, file))
 			if f.Line > 0 && object == "" {
-				loc.PhysicalLocation.Region = &sarifRegion{StartLine: f.Line, StartColumn: f.Column}
+				region := sarif.NewRegion().WithStartLine(f.Line)
+				if f.Column > 0 {
+					region.WithStartColumn(f.Column)
+				}
+				phys.WithRegion(region)
 			}
-			run.Results = append(run.Results, sarifResult{RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevel(f.Severity),
-				Message: sarifText{Text: msg}, Locations: []sarifLocation{loc}})
+			run.AddResult(sarif.NewRuleResult(f.Rule).WithRuleIndex(run.GetRuleIndex(f.Rule)).WithLevel(sarifLevel(f.Severity)).
+				WithMessage(sarif.NewTextMessage(msg)).AddLocation(sarif.NewLocationWithPhysicalLocation(phys)))
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+	log.AddRun(run)
+	if err := log.PrettyWrite(w); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
 }
 
 // ruleName turns an ID into the PascalCase name SARIF viewers show.
@@ -281,16 +211,16 @@ func RepoRoot() string {
 // artifact locates a file for SARIF: relative to %SRCROOT% (the
 // repository) when it lies inside it, else by an absolute file: URI with
 // no base, since a path outside the root cannot be resolved against it.
-func artifact(root, file string) sarifArtifact {
+func artifact(root, file string) *sarif.ArtifactLocation {
 	abs, err := filepath.Abs(file)
 	if err != nil {
-		return sarifArtifact{URI: (&url.URL{Path: filepath.ToSlash(file)}).String()}
+		return sarif.NewSimpleArtifactLocation((&url.URL{Path: filepath.ToSlash(file)}).String())
 	}
 	rel, err := filepath.Rel(root, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return sarifArtifact{URI: (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()}
+		return sarif.NewSimpleArtifactLocation((&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String())
 	}
-	return sarifArtifact{URI: (&url.URL{Path: filepath.ToSlash(rel)}).String(), URIBaseID: "%SRCROOT%"}
+	return sarif.NewSimpleArtifactLocation((&url.URL{Path: filepath.ToSlash(rel)}).String()).WithURIBaseID("%SRCROOT%")
 }
 
 // JUnit.

@@ -1,0 +1,228 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	scorecard "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
+	apierrors "github.com/operator-framework/api/pkg/validation/errors"
+	sarif "github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/trace"
+	"github.com/statuscheck/statuscheck/pkg/validate"
+)
+
+// report is two bundles: one with an error and a warning, one that could
+// not be read.
+func report() *result.Report {
+	return &result.Report{Bundles: []result.Bundle{
+		{Path: "a", Name: "a.v1", Findings: []result.Finding{
+			{Rule: "status-subresource-disabled", Severity: result.Error, File: "a/manifests/crd.yaml", Line: 14, Column: 5, Field: "spec.versions[0]", Message: "no status subresource", Remediation: "turn it on"},
+			{Rule: "conditions-list-type", Severity: result.Warning, File: "a/manifests/crd.yaml", Line: 30, Column: 7, Message: "two conditions of one type", Remediation: "make it a map list"},
+			{Rule: "status-source-missing", Severity: result.Info, File: "catalog.json[a.v1].olm.bundle.object[2]", Line: 3, Column: 1, Message: "no status source", Remediation: "generate"},
+		}},
+		{Path: "b", Findings: []result.Finding{}, Errors: []string{"loading bundle b: no such file or directory"}},
+	}}
+}
+
+func TestText(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Text(&b, report()))
+	out := b.String()
+	assert.Contains(t, out, "a/manifests/crd.yaml:14:5: error status-subresource-disabled: no status subresource\n")
+	assert.Contains(t, out, "a/manifests/crd.yaml:30:7: warning conditions-list-type: two conditions of one type\n")
+	assert.Contains(t, out, "2 bundles checked: 1 error, 1 warning, 1 info")
+	assert.Equal(t, errWriterErr, Text(failingWriter{}, report()), "a write error is returned, not lost")
+}
+
+func TestJSON(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, JSON(&b, report()))
+	var got struct {
+		Bundles []result.Bundle `json:"bundles"`
+		Summary struct {
+			Bundles, Errors, Warnings, Info int
+		} `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &got))
+	require.Len(t, got.Bundles, 2)
+	assert.Equal(t, report().Bundles[0].Findings, got.Bundles[0].Findings, "findings survive the round trip")
+	assert.Equal(t, []string{"loading bundle b: no such file or directory"}, got.Bundles[1].Errors)
+}
+
+// TestSARIFIsValid checks the SARIF log against SARIF 2.1.0's own schema
+// (go-sarif's Validate) and what code scanning reads of it.
+func TestSARIFIsValid(t *testing.T) {
+	root, err := filepath.Abs(".")
+	require.NoError(t, err)
+	rep := report()
+	rep.Bundles[0].Findings[0].File = filepath.Join(root, "a", "manifests", "crd.yaml")
+	var b bytes.Buffer
+	require.NoError(t, SARIF(&b, rep, validate.Rules(), root, "v1.2.3"))
+	log, err := sarif.FromBytes(b.Bytes())
+	require.NoError(t, err)
+	require.NoError(t, log.Validate(), "the log is SARIF 2.1.0")
+	require.Len(t, log.Runs, 1)
+	run := log.Runs[0]
+	assert.Equal(t, "v1.2.3", *run.Tool.Driver.Version)
+	assert.Len(t, run.Tool.Driver.Rules, len(validate.Rules()))
+	require.Len(t, run.Results, 3)
+	first := run.Results[0]
+	assert.Equal(t, "status-subresource-disabled", *first.RuleID)
+	assert.Equal(t, "status-subresource-disabled", *run.Tool.Driver.Rules[first.RuleIndex].ID, "ruleIndex points at the rule")
+	assert.Equal(t, "error", first.Level)
+	loc := first.Locations[0].PhysicalLocation
+	assert.Equal(t, "a/manifests/crd.yaml", *loc.ArtifactLocation.URI, "relative to the repository")
+	assert.Equal(t, "%SRCROOT%", *loc.ArtifactLocation.URIBaseID)
+	assert.Equal(t, 14, *loc.Region.StartLine)
+	assert.Equal(t, 5, *loc.Region.StartColumn)
+	catalog := run.Results[2]
+	assert.Equal(t, "note", catalog.Level)
+	assert.Nil(t, catalog.Locations[0].PhysicalLocation.Region, "a line inside a catalog's embedded object is not a line of the file")
+	assert.True(t, strings.HasPrefix(*catalog.Message.Text, "[a.v1].olm.bundle.object[2]: "), *catalog.Message.Text)
+	require.Len(t, run.Invocations, 1)
+	assert.False(t, *run.Invocations[0].ExecutionSuccessful, "a bundle could not be read")
+	require.Len(t, run.Invocations[0].ToolExecutionNotifications, 1)
+}
+
+func TestJUnit(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, JUnit(&b, report(), validate.Rules(), result.Warning))
+	var got struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+				Error   *struct{} `xml:"error"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(b.Bytes(), &got))
+	require.Len(t, got.Suites, 2)
+	assert.Equal(t, 2, got.Failures, "the error and the warning fail at --fail-on warning")
+	assert.Equal(t, 1, got.Errors, "the unreadable bundle is an error")
+	assert.Equal(t, got.Tests, len(got.Suites[0].Cases)+len(got.Suites[1].Cases))
+}
+
+func TestManifestResultAndScorecard(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, ManifestResult(&b, report().Bundles[0]))
+	var mr apierrors.ManifestResult
+	dec := json.NewDecoder(&b)
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&mr), "operator-sdk decodes it strictly")
+	assert.Equal(t, "a.v1", mr.Name)
+	require.Len(t, mr.Errors, 1)
+	require.Len(t, mr.Warnings, 1, "info has no place in a ManifestResult")
+	assert.Equal(t, apierrors.ErrorType("statuscheck/status-subresource-disabled"), mr.Errors[0].Type)
+
+	b.Reset()
+	require.NoError(t, Scorecard(&b, report(), result.Error))
+	var st scorecard.TestStatus
+	require.NoError(t, json.Unmarshal(b.Bytes(), &st))
+	require.Len(t, st.Results, 2)
+	assert.Equal(t, scorecard.FailState, st.Results[0].State)
+	assert.Equal(t, scorecard.ErrorState, st.Results[1].State)
+	assert.Equal(t, []string{"turn it on"}, st.Results[0].Suggestions)
+}
+
+func TestRules(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, RulesMarkdown(&b, validate.Rules()))
+	for _, r := range validate.Rules() {
+		assert.Contains(t, b.String(), "`"+r.ID+"`")
+	}
+	for _, k := range simulate.Kinds() {
+		assert.Contains(t, b.String(), k.ID, "the violations are listed too")
+	}
+	b.Reset()
+	require.NoError(t, RulesJSON(&b, validate.Rules()))
+	var infos []RuleInfo
+	require.NoError(t, json.Unmarshal(b.Bytes(), &infos))
+	assert.GreaterOrEqual(t, len(infos), len(validate.Rules()))
+}
+
+// short is a short trace with a violation, for the simulation writers.
+func short() (*trace.Trace, *simulate.Config) {
+	src := &v1alpha1.StatusSource{APIVersion: "cool.operators.corp/v1beta1", Kind: "CoolOperator", Name: "cool-operator"}
+	initial := map[string]interface{}{"apiVersion": src.APIVersion, "kind": src.Kind,
+		"metadata": map[string]interface{}{"name": src.Name, "generation": int64(1)},
+		"status": map[string]interface{}{"conditions": []interface{}{map[string]interface{}{
+			"type": "Upgradeable", "status": "False", "reason": "Migrating", "message": "<b>", "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": int64(1)}}}}
+	tr := trace.FromSteps("<b>t</b>", src, initial, []trace.Step{{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade, File: "t.yaml", Line: 9}})
+	return tr, &simulate.Config{Source: src, StatusSubresource: true, Policies: []contract.Policy{contract.PolicyOLM}, Primary: contract.PolicyOLM}
+}
+
+func TestTimeline(t *testing.T) {
+	var b bytes.Buffer
+	tr, cfg := short()
+	tl := NewTimeline(&b, simulate.NewSummary(tr, cfg))
+	sum, err := simulate.Replay(tr, cfg, tl.Row)
+	require.NoError(t, err)
+	require.NoError(t, tl.Close(sum))
+	out := b.String()
+	assert.Contains(t, out, "STEP  LINE  ACTOR    ACTION")
+	assert.Regexp(t, `1\s+9\s+olm\s+upgrade\s+1\s+False og=1\s+Block\s+upgrade-while-blocked\(olm\)`, out)
+	assert.Contains(t, out, "t.yaml:9: error upgrade-while-blocked [olm] at step 1:")
+	assert.Contains(t, out, "1 step, 1 violation (upgrade-while-blocked 1); gate at the end: olm Block")
+}
+
+func TestSimulationJSONAndHTML(t *testing.T) {
+	rows := &HTMLRows{}
+	tr, cfg := short()
+	sum, err := simulate.Replay(tr, cfg, rows.Add)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, SimulationJSON(&b, sum))
+	var back simulate.Summary
+	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
+	require.Len(t, back.Violations, 1)
+	assert.Equal(t, simulate.RuleUpgradeWhileBlocked, back.Violations[0].Rule)
+
+	b.Reset()
+	require.NoError(t, SimulationHTML(&b, sum, rows))
+	page := b.String()
+	doc, err := html.Parse(&b)
+	require.NoError(t, err)
+	text := textOf(doc)
+	assert.Contains(t, text, "upgrade-while-blocked")
+	assert.Contains(t, page, "&lt;b&gt;t&lt;/b&gt;", "the name is escaped")
+	assert.NotContains(t, page, "<b>t</b>")
+}
+
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+var errWriterErr = errors.New("disk full")
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errWriterErr }

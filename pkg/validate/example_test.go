@@ -1,0 +1,38 @@
+package validate_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/validate"
+)
+
+// A bundle held in memory (a CI step that renders manifests, an operator
+// checking itself): parse the documents, assemble the bundle, check it.
+func ExampleCheck() {
+	var docs []*manifest.Document
+	for _, name := range []string{"cool-operator.clusterserviceversion.yaml", "cool.operators.corp_cooloperators.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "bundles", "good", "manifests", name))
+		if err != nil {
+			panic(err)
+		}
+		// Drop the CRD's status subresource, as a typo in a kustomization might.
+		data = []byte(strings.Replace(string(data), "    subresources:\n      status: {}\n", "", 1))
+		parsed, err := manifest.Parse(name, data, manifest.DefaultLimits)
+		if err != nil {
+			panic(err)
+		}
+		docs = append(docs, parsed[0])
+	}
+	b := bundle.FromDocuments("in-memory", docs, nil)
+	res := validate.Check(b, validate.Options{})
+	for _, f := range res.Findings {
+		fmt.Printf("%s %s (%s:%d)\n", f.Severity, f.Rule, f.File, f.Line)
+	}
+	// Output:
+	// error status-subresource-disabled (cool.operators.corp_cooloperators.yaml:14)
+}
