@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,9 +39,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
 
@@ -70,7 +68,7 @@ var (
 	mu       sync.Mutex
 	server   *Server
 	startErr error
-	owner    *mainTB
+	owner    *testutil.MainTB
 	counter  atomic.Int64
 )
 
@@ -84,7 +82,7 @@ func Main(m *testing.M) int {
 	mu.Lock()
 	defer mu.Unlock()
 	if owner != nil {
-		owner.cleanup()
+		owner.Finish()
 	}
 	return code
 }
@@ -106,10 +104,10 @@ func Get(t testing.TB) *Server {
 
 func start() (s *Server, err error) {
 	begin := time.Now()
-	owner = &mainTB{name: "kubetest"}
+	owner = testutil.NewMainTB("kubetest", logf)
 	defer func() {
 		if r := recover(); r != nil {
-			if f, ok := r.(fatal); ok {
+			if f, ok := r.(testutil.Fatal); ok {
 				err = errors.New(string(f))
 				return
 			}
@@ -134,23 +132,11 @@ func start() (s *Server, err error) {
 	if s.Dynamic, err = dynamic.NewForConfig(config); err != nil {
 		return nil, err
 	}
-	if s.Kubeconfig, err = writeKubeconfig(config, owner.TempDir()); err != nil {
+	if s.Kubeconfig, err = testutil.WriteKubeconfig(config, owner.TempDir()); err != nil {
 		return nil, err
 	}
 	s.Started = time.Since(begin)
 	return s, nil
-}
-
-// writeKubeconfig writes what a client needs to reach the server as the
-// loopback client: host, CA, server name and token.
-func writeKubeconfig(c *rest.Config, dir string) (string, error) {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData, TLSServerName: c.ServerName}
-	kc.AuthInfos["kubetest"] = &clientcmdapi.AuthInfo{Token: c.BearerToken}
-	kc.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "kubetest", Namespace: "default"}
-	kc.CurrentContext = "kubetest"
-	p := filepath.Join(dir, "kubeconfig")
-	return p, clientcmd.WriteToFile(*kc, p)
 }
 
 // Namespace returns a namespace name no other test uses. The server has no
@@ -295,69 +281,6 @@ func (s *Server) waitServed(in *InstalledCRD) error {
 		}
 	}
 	return nil
-}
-
-// fatal is what mainTB panics with when the server's setup calls Fatal.
-type fatal string
-
-// mainTB lets the setup helpers, which take a testing.TB, run outside
-// any one test: the server belongs to the whole binary. The embedded nil
-// TB satisfies the interface's unexported method; only the methods below
-// are ever called by the setup code (testserver.NewTestConfig and RunEtcd,
-// zaptest, fixtures.StartDefaultServer).
-type mainTB struct {
-	testing.TB
-	name     string
-	mu       sync.Mutex
-	cleanups []func()
-	dirs     []string
-	failed   bool
-}
-
-func (m *mainTB) Helper()      {}
-func (m *mainTB) Name() string { return m.name }
-func (m *mainTB) Failed() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.failed }
-func (m *mainTB) Fail()        { m.mu.Lock(); m.failed = true; m.mu.Unlock() }
-func (m *mainTB) FailNow()     { m.Fail(); panic(fatal(m.name + " failed")) }
-func (m *mainTB) Log(args ...interface{}) {
-	logf("%s", fmt.Sprint(args...))
-}
-func (m *mainTB) Logf(format string, args ...interface{}) { logf(format, args...) }
-func (m *mainTB) Error(args ...interface{})               { m.Fail(); logf("%s", fmt.Sprint(args...)) }
-func (m *mainTB) Errorf(format string, args ...interface{}) {
-	m.Fail()
-	logf(format, args...)
-}
-func (m *mainTB) Fatal(args ...interface{}) { m.Fail(); panic(fatal(fmt.Sprint(args...))) }
-func (m *mainTB) Fatalf(format string, args ...interface{}) {
-	m.Fail()
-	panic(fatal(fmt.Sprintf(format, args...)))
-}
-func (m *mainTB) Cleanup(f func()) { m.mu.Lock(); m.cleanups = append(m.cleanups, f); m.mu.Unlock() }
-func (m *mainTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "kubetest-")
-	if err != nil {
-		panic(fatal(err.Error()))
-	}
-	m.mu.Lock()
-	m.dirs = append(m.dirs, dir)
-	m.mu.Unlock()
-	return dir
-}
-
-// cleanup runs the cleanups last first, as testing does, then removes the
-// temporary directories.
-func (m *mainTB) cleanup() {
-	m.mu.Lock()
-	fs, dirs := m.cleanups, m.dirs
-	m.cleanups, m.dirs = nil, nil
-	m.mu.Unlock()
-	for i := len(fs) - 1; i >= 0; i-- {
-		fs[i]()
-	}
-	for _, d := range dirs {
-		_ = os.RemoveAll(d)
-	}
 }
 
 // logf shows the server's setup log only with KUBETEST_VERBOSE=1.

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	sigsjson "sigs.k8s.io/json"
 )
@@ -209,4 +210,120 @@ func Levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// fields maps a struct type's JSON field names to their index and type.
+var fields sync.Map // reflect.Type -> map[string]field
+
+type field struct {
+	index int
+	typ   reflect.Type
+}
+
+func fieldTable(t reflect.Type) map[string]field {
+	if f, ok := fields.Load(t); ok {
+		return f.(map[string]field)
+	}
+	table := map[string]field{}
+	for i := 0; i < t.NumField(); i++ {
+		if name, ok := jsonName(t.Field(i)); ok {
+			table[name] = field{i, t.Field(i).Type}
+		}
+	}
+	fields.Store(t, table)
+	return table
+}
+
+var objectType = reflect.TypeOf(map[string]interface{}{})
+
+// Assign decodes a decoded JSON object into the struct into points at,
+// for the simple shapes the statuscheck formats are made of (strings and
+// named strings, *int64 and *bool, objects kept as
+// map[string]interface{}, and structs or pointers to structs of those),
+// with every key required to name a field. It is the fast path a trace of
+// millions of steps takes; ok is false when anything does not fit (an
+// unknown key, another type, another shape), and the caller then decodes
+// with Unmarshal, which explains what is wrong. Objects are shared, not
+// copied.
+func Assign(m map[string]interface{}, into interface{}) (ok bool) {
+	v := reflect.ValueOf(into)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return false
+	}
+	return assign(m, v.Elem())
+}
+
+func assign(m map[string]interface{}, v reflect.Value) bool {
+	if v.Kind() != reflect.Struct {
+		return false
+	}
+	table := fieldTable(v.Type())
+	for k, x := range m {
+		f, ok := table[k]
+		if !ok || !set(v.Field(f.index), x) {
+			return false
+		}
+	}
+	return true
+}
+
+func set(dst reflect.Value, x interface{}) bool {
+	t := dst.Type()
+	switch {
+	case t.Kind() == reflect.String:
+		s, ok := x.(string)
+		if ok {
+			dst.SetString(s)
+		}
+		return ok
+	case t == objectType:
+		if x == nil {
+			dst.Set(reflect.Zero(t))
+			return true
+		}
+		m, ok := x.(map[string]interface{})
+		if ok {
+			dst.Set(reflect.ValueOf(m))
+		}
+		return ok
+	case t.Kind() == reflect.Pointer:
+		if x == nil {
+			dst.Set(reflect.Zero(t))
+			return true
+		}
+		p := reflect.New(t.Elem())
+		switch e := t.Elem(); {
+		case e.Kind() == reflect.Int64:
+			n, ok := x.(int64)
+			if !ok {
+				return false
+			}
+			p.Elem().SetInt(n)
+		case e.Kind() == reflect.Bool:
+			b, ok := x.(bool)
+			if !ok {
+				return false
+			}
+			p.Elem().SetBool(b)
+		case e == objectType:
+			m, ok := x.(map[string]interface{})
+			if !ok {
+				return false
+			}
+			p.Elem().Set(reflect.ValueOf(m))
+		case e.Kind() == reflect.Struct:
+			m, ok := x.(map[string]interface{})
+			if !ok || !assign(m, p.Elem()) {
+				return false
+			}
+		default:
+			return false
+		}
+		dst.Set(p)
+		return true
+	case t.Kind() == reflect.Struct:
+		m, ok := x.(map[string]interface{})
+		return ok && assign(m, dst)
+	}
+	return false
 }

@@ -191,7 +191,8 @@ func ObservationFrom(u *unstructured.Unstructured, src *v1alpha1.StatusSource) O
 	if u == nil {
 		return Observation{}
 	}
-	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	st, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status")
+	status, _ := st.(map[string]interface{})
 	o := Observation{Exists: true, Generation: u.GetGeneration()}
 	o.Conditions, o.StatusObservedGeneration, _ = ReadStatus(status)
 	if src != nil {
@@ -207,12 +208,16 @@ func OperatorConditionObservation(u *unstructured.Unstructured) Observation {
 	if u == nil {
 		return Observation{}
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	overrides, _, _ := unstructured.NestedSlice(u.Object, "spec", "overrides")
 	o := Observation{Exists: true, Generation: u.GetGeneration()}
-	o.Conditions, _ = ReadConditions(conds)
-	o.Overrides, _ = ReadConditions(overrides)
+	o.Conditions, _ = ReadConditions(sliceAt(u.Object, "status", "conditions"))
+	o.Overrides, _ = ReadConditions(sliceAt(u.Object, "spec", "overrides"))
 	return o
+}
+
+func sliceAt(obj map[string]interface{}, fields ...string) []interface{} {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+	l, _ := v.([]interface{})
+	return l
 }
 
 // EchoOf reads the token echoed at src's ack.statusPath in a status ("" when

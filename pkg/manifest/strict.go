@@ -3,6 +3,7 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -30,6 +31,16 @@ func DecodeStrict(doc *Document, into interface{}) []FieldError {
 		out = append(out, FieldError{Pos: Position{File: doc.File, Line: d.node.Line, Column: d.node.Column},
 			Error: &strict.Error{Kind: strict.Duplicate, Path: d.path, Err: fmt.Errorf("duplicate field %q", d.path)}})
 	}
+	// The fast path, which a trace of millions of steps takes for each:
+	// a value of the simple shapes the formats are made of, with every key
+	// one the type has (strict.Assign). Anything else goes through the
+	// JSON decoder, which decodes the rest and says what is wrong.
+	if m, ok := doc.Value.(map[string]interface{}); ok && len(out) == 0 {
+		if strict.Assign(m, into) {
+			return nil
+		}
+		reset(into)
+	}
 	data, err := json.Marshal(doc.Value)
 	if err != nil {
 		return append(out, FieldError{Pos: doc.Pos(), Error: &strict.Error{Kind: strict.Syntax, Err: err}})
@@ -53,6 +64,12 @@ func DecodeStrict(doc *Document, into interface{}) []FieldError {
 	return out
 }
 
+// reset zeroes what into points at.
+func reset(into interface{}) {
+	v := reflect.ValueOf(into).Elem()
+	v.Set(reflect.Zero(v.Type()))
+}
+
 type duplicate struct {
 	path string
 	node *yaml.Node
@@ -67,18 +84,20 @@ func duplicateKeys(n *yaml.Node, path []string) []duplicate {
 	var out []duplicate
 	switch n.Kind {
 	case yaml.MappingNode:
-		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode || isMerge(k) {
 				continue
 			}
-			p := append(append([]string(nil), path...), k.Value)
-			if seen[k.Value] {
-				out = append(out, duplicate{path: strings.Join(p, "."), node: k})
+			for j := 0; j < i; j += 2 { // mappings are small: no map to allocate
+				if prev := n.Content[j]; prev.Kind == yaml.ScalarNode && prev.Value == k.Value {
+					out = append(out, duplicate{path: strings.Join(append(append([]string(nil), path...), k.Value), "."), node: k})
+					break
+				}
 			}
-			seen[k.Value] = true
-			out = append(out, duplicateKeys(v, p)...)
+			if v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode {
+				out = append(out, duplicateKeys(v, append(path, k.Value))...)
+			}
 		}
 	case yaml.SequenceNode:
 		for _, item := range n.Content {

@@ -68,7 +68,11 @@ func (o Object) Observation() contract.Observation {
 
 // Overrides are an OperatorCondition's spec.overrides.
 func (o Object) Overrides() []contract.Condition {
-	list, _, _ := unstructured.NestedSlice(o.Body, "spec", "overrides")
+	v, _, _ := unstructured.NestedFieldNoCopy(o.Body, "spec", "overrides")
+	list, _ := v.([]interface{})
+	if len(list) == 0 {
+		return nil
+	}
 	conds, _ := contract.ReadConditions(list)
 	return conds
 }
