@@ -66,11 +66,14 @@ const (
 
 // Allowed says which actor may take which verb on which target
 // (docs/contract.md section 8): users, operators and admins write; the
-// operator writes status; OLM requests, checks, upgrades and syncs the
-// OperatorCondition.
+// operator writes status; OLM requests, checks, upgrades, syncs the
+// OperatorCondition and creates it (its generator recreates a deleted
+// one).
 func Allowed(a Actor, v Verb, t Target) bool {
 	switch v {
-	case VerbUpdate, VerbCreate, VerbDelete:
+	case VerbCreate:
+		return a == ActorUser || a == ActorOperator || a == ActorAdmin || a == ActorOLM && t == TargetOperatorCondition
+	case VerbUpdate, VerbDelete:
 		return a == ActorUser || a == ActorOperator || a == ActorAdmin
 	case VerbUpdateStatus:
 		if t == TargetOperatorCondition {

@@ -142,7 +142,7 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 	}
 	opts := trace.OpenOptions{Format: trace.Format(f.format.value), Limits: trace.DefaultLimits}
 	if ctx != nil {
-		opts.Source, opts.Plural = ctx.Source, ctx.Plural
+		opts.Source, opts.Plural, opts.StatusSubresource = ctx.Source, ctx.Plural, ctx.StatusSubresource
 	}
 	t, err := trace.Open(path, opts)
 	if err != nil {

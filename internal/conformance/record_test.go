@@ -124,12 +124,14 @@ func (c *cluster) createCSV(name, replaces string) *unstructured.Unstructured {
 	return obj
 }
 
-// olmSetsPhase is OLM's CSV status write.
-func (c *cluster) olmSetsPhase(name, phase string) *unstructured.Unstructured {
+// olmSetsPhase is OLM's CSV status write, with the reasons OLM gives
+// (transitionCSVState); the real OLM plays these in test/olm, this server
+// has only its CRDs.
+func (c *cluster) olmSetsPhase(name, phase, reason string) *unstructured.Unstructured {
 	c.t.Helper()
 	obj, err := c.csvs().Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(c.t, err)
-	obj.Object["status"] = map[string]interface{}{"phase": phase, "reason": "Test" + phase, "message": "set by the test"}
+	obj.Object["status"] = map[string]interface{}{"phase": phase, "reason": reason, "message": "set by the test"}
 	obj, err = c.csvs().UpdateStatus(context.Background(), obj, metav1.UpdateOptions{FieldManager: "olm"})
 	require.NoError(c.t, err)
 	return obj
@@ -151,7 +153,7 @@ func setUp(t *testing.T, cool coolCRD) *cluster {
 	require.NoError(t, err)
 	c.operatorReports("True", "Idle", 1)
 	c.createCSV("cool.v1", "")
-	c.olmSetsPhase("cool.v1", "Succeeded")
+	c.olmSetsPhase("cool.v1", "Succeeded", "InstallSucceeded")
 	oc := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
 		"metadata": map[string]interface{}{"name": "cool.v1", "namespace": c.ns},
@@ -161,94 +163,50 @@ func setUp(t *testing.T, cool coolCRD) *cluster {
 	return c
 }
 
-// scenario plays issue 13's run and returns the resourceVersion of each
-// write a step must come from, in order, and that of the upgrade: a user
-// changes the spec, the operator reports an outdated Upgradeable=True,
-// then a fresh False; a CSV replacing the running one appears, OLM's gate
-// holds it Pending, the running one enters Replacing, and the new one
-// leaves Pending while the condition is still False. between runs before
-// write i (1-based).
+// scenario plays issue 13's run, with the CSV writes OLM makes, and
+// returns the resourceVersion of each write a step must come from, in
+// order, and that of the upgrade: a user changes the spec, the operator
+// reports an outdated Upgradeable=True, then a fresh False; a CSV
+// replacing the running one appears, enters Pending (no gate yet), is
+// held by OLM's gate, the running one enters Replacing, and the new one
+// is committed (InstallReady) and replaces the operator (Installing)
+// while the condition is still False. between runs before write i
+// (1-based).
 func (c *cluster) scenario(between func(i int)) (stepRVs []string, upgradeRV string) {
-	writes := []func() *unstructured.Unstructured{
-		func() *unstructured.Unstructured { return c.userSetsStorage("MariaDB") },
-		func() *unstructured.Unstructured { return c.operatorReports("True", "StillIdle", 1) },
-		func() *unstructured.Unstructured { return c.operatorReports("False", "Migrating", 2) },
-		func() *unstructured.Unstructured { return c.createCSV("cool.v2", "cool.v1") },
-		func() *unstructured.Unstructured { return c.olmSetsPhase("cool.v2", "Pending") },
-		func() *unstructured.Unstructured { return c.olmSetsPhase("cool.v1", "Replacing") },
-		func() *unstructured.Unstructured { return c.olmSetsPhase("cool.v2", "InstallReady") },
+	writes := []struct {
+		write func() *unstructured.Unstructured
+		step  bool
+	}{
+		{func() *unstructured.Unstructured { return c.userSetsStorage("MariaDB") }, true},
+		{func() *unstructured.Unstructured { return c.operatorReports("True", "StillIdle", 1) }, true},
+		{func() *unstructured.Unstructured { return c.operatorReports("False", "Migrating", 2) }, true},
+		{func() *unstructured.Unstructured { return c.createCSV("cool.v2", "cool.v1") }, false},
+		{func() *unstructured.Unstructured { return c.olmSetsPhase("cool.v2", "Pending", "RequirementsUnknown") }, false},
+		{func() *unstructured.Unstructured {
+			return c.olmSetsPhase("cool.v2", "Pending", "OperatorConditionNotUpgradeable")
+		}, true},
+		{func() *unstructured.Unstructured { return c.olmSetsPhase("cool.v1", "Replacing", "BeingReplaced") }, false},
+		{func() *unstructured.Unstructured { return c.olmSetsPhase("cool.v2", "InstallReady", "RequirementsMet") }, true},
+		{func() *unstructured.Unstructured { return c.olmSetsPhase("cool.v2", "Installing", "InstallSucceeded") }, true},
 	}
 	for i, w := range writes {
 		if between != nil {
 			between(i + 1)
 		}
-		obj := w()
-		if i == 5 {
-			continue // Replacing: a comment in the trace, not a step
+		obj := w.write()
+		if w.step {
+			stepRVs = append(stepRVs, obj.GetResourceVersion())
 		}
-		stepRVs = append(stepRVs, obj.GetResourceVersion())
 	}
 	return stepRVs, stepRVs[len(stepRVs)-1]
 }
 
-// recorder is statuscheck record running as a subprocess.
-type recorder struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	trace  string
-	stderr *testutil.SyncBuffer
-	done   chan error
-}
-
-func startRecorder(t *testing.T, kubeconfig string, c *cluster) *recorder {
+// startRecorder runs statuscheck record on the scenario's CR, with its
+// CRD file as --crd.
+func startRecorder(t *testing.T, kubeconfig string, c *cluster) *testutil.Recorder {
 	t.Helper()
-	r := &recorder{t: t, trace: filepath.Join(t.TempDir(), "recorded.trace.yaml"), stderr: &testutil.SyncBuffer{}, done: make(chan error, 1)}
-	r.cmd = exec.Command(testutil.Binary(t), "record", "--kubeconfig", kubeconfig, "-n", c.ns,
-		"--crd", c.cool.file, "--source", c.cool.in.APIVersion("v1beta1")+"/CoolOperator/"+c.name, "-o", r.trace)
-	r.cmd.Stderr = r.stderr
-	require.NoError(t, r.cmd.Start())
-	go func() { r.done <- r.cmd.Wait() }()
-	t.Cleanup(func() { _ = r.cmd.Process.Kill() })
-	r.waitFor("the trace's header", func(s string) bool { return strings.Contains(s, "\nsteps:\n") })
-	return r
-}
-
-func (r *recorder) read() string {
-	data, _ := os.ReadFile(r.trace)
-	return string(data)
-}
-
-func (r *recorder) waitFor(what string, cond func(string) bool) {
-	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond(r.read()) {
-		select {
-		case err := <-r.done:
-			r.t.Fatalf("statuscheck record ended (%v) before %s; stderr:\n%s\ntrace:\n%s", err, what, r.stderr, r.read())
-		default:
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %s; stderr:\n%s\ntrace:\n%s", what, r.stderr, r.read())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (r *recorder) waitSteps(n int) {
-	r.t.Helper()
-	r.waitFor(fmt.Sprintf("%d steps", n), func(s string) bool { return strings.Count(s, "\n- {") >= n })
-}
-
-// stopWith ends the recorder with sig and returns its exit code.
-func (r *recorder) stopWith(sig syscall.Signal) int {
-	r.t.Helper()
-	require.NoError(r.t, r.cmd.Process.Signal(sig))
-	select {
-	case <-r.done:
-	case <-time.After(30 * time.Second):
-		r.t.Fatalf("statuscheck record did not stop on %v", sig)
-	}
-	return r.cmd.ProcessState.ExitCode()
+	return testutil.StartRecorder(t, "--kubeconfig", kubeconfig, "-n", c.ns,
+		"--crd", c.cool.file, "--source", c.cool.in.APIVersion("v1beta1")+"/CoolOperator/"+c.name)
 }
 
 // replayed is a trace replayed under every policy, row by row.
@@ -345,17 +303,17 @@ func TestRecordEndToEnd(t *testing.T) {
 	snaps, waitSnaps := snapshotStream(t, c, stop)
 	rec := startRecorder(t, srv.Kubeconfig, c)
 	stepRVs, upgradeRV := c.scenario(nil)
-	rec.waitSteps(len(stepRVs))
+	rec.WaitSteps(len(stepRVs))
 	time.Sleep(200 * time.Millisecond) // a step more would be a double
-	assert.Equal(t, 0, rec.stopWith(syscall.SIGINT), "SIGINT ends the recording with 0; stderr:\n%s", rec.stderr)
-	assert.Contains(t, rec.stderr.String(), fmt.Sprintf("statuscheck: recorded %d steps of CoolOperator cool-operator to %s", len(stepRVs), rec.trace))
+	assert.Equal(t, 0, rec.StopWith(syscall.SIGINT), "SIGINT ends the recording with 0; stderr:\n%s", rec.Stderr)
+	assert.Contains(t, rec.Stderr.String(), fmt.Sprintf("statuscheck: recorded %d steps of CoolOperator cool-operator to %s", len(stepRVs), rec.Trace))
 	close(stop)
 	waitSnaps()
 
-	trace := rec.read()
+	trace := rec.Read()
 	t.Logf("recording:\n%s", trace)
 	assert.Contains(t, trace, "# cool.v1 entered Replacing")
-	got := replayFile(t, rec.trace, nil)
+	got := replayFile(t, rec.Trace, nil)
 	var rvs []string
 	for _, row := range got.rows {
 		rvs = append(rvs, row.Step.ResourceVersion)
@@ -365,7 +323,7 @@ func TestRecordEndToEnd(t *testing.T) {
 	for _, row := range got.rows {
 		if row.Step.Verb == v1alpha1.VerbUpgrade {
 			upgradeStep = row.Outcome.Step
-			assert.Equal(t, upgradeRV, row.Step.ResourceVersion, "the upgrade is the new CSV leaving Pending")
+			assert.Equal(t, upgradeRV, row.Step.ResourceVersion, "the upgrade is the new CSV moving to Installing")
 		}
 	}
 	require.NotZero(t, upgradeStep)
@@ -379,7 +337,7 @@ func TestRecordEndToEnd(t *testing.T) {
 	assert.True(t, found, "upgrade-while-blocked under olm; violations: %+v", got.sum.Violations)
 
 	// The binary says the same, with exit code 1.
-	out, err := exec.Command(testutil.Binary(t), "simulate", "--policy", "all", rec.trace).CombinedOutput()
+	out, err := exec.Command(testutil.Binary(t), "simulate", "--policy", "all", rec.Trace).CombinedOutput()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, string(out))
 	assert.Equal(t, 1, ee.ExitCode(), string(out))
@@ -390,7 +348,7 @@ func TestRecordEndToEnd(t *testing.T) {
 	sctx, err := source.FromCRD(cool.file, cool.in.APIVersion("v1beta1")+"/CoolOperator/"+c.ns+"/"+c.name)
 	require.NoError(t, err)
 	snap := replayFile(t, snaps, sctx)
-	recorded := replayFile(t, rec.trace, sctx)
+	recorded := replayFile(t, rec.Trace, sctx)
 	assert.Equal(t, snap.verdictsAt(), recorded.verdictsAt(), "verdicts per CR write: snapshots vs recording")
 	assert.Len(t, snap.verdictsAt(), 3, "the snapshot stream holds the three CR writes")
 }
@@ -483,21 +441,21 @@ func TestRecordSurvivesACutWatch(t *testing.T) {
 	stepRVs, _ := c.scenario(func(i int) {
 		switch i {
 		case 3: // after the outdated True: cut
-			rec.waitSteps(2)
+			rec.WaitSteps(2)
 			px.cut()
-		case 6: // the False, the new CSV and its Pending happened unseen
+		case 7: // the False, the new CSV and its Pending syncs happened unseen
 			px.restore()
 		}
 	})
-	rec.waitSteps(len(stepRVs))
+	rec.WaitSteps(len(stepRVs))
 	time.Sleep(200 * time.Millisecond)
-	require.Equal(t, -1, rec.stopWith(syscall.SIGKILL), "killed")
-	got := replayFile(t, rec.trace, nil)
+	require.Equal(t, -1, rec.StopWith(syscall.SIGKILL), "killed")
+	got := replayFile(t, rec.Trace, nil)
 	var rvs []string
 	for _, row := range got.rows {
 		rvs = append(rvs, row.Step.ResourceVersion)
 	}
-	assert.Equal(t, stepRVs, rvs, "every write once, in order, although the watches were cut; trace:\n%s", rec.read())
+	assert.Equal(t, stepRVs, rvs, "every write once, in order, although the watches were cut; trace:\n%s", rec.Read())
 	blocked := 0
 	for _, v := range got.sum.Violations {
 		if v.Rule == simulate.RuleUpgradeWhileBlocked && v.Policy == contract.PolicyOLM {

@@ -120,10 +120,20 @@ var (
 // that lives as long as the process, and returns its path: the tests that
 // run the real binary as a subprocess share it. Its directory is
 // world-readable, so that tests may run it as another user. TestMain
-// removes it with RemoveBinary.
+// removes it with RemoveBinary. STATUSCHECK_BINARY, when set, names a
+// binary to run instead (one of earlier code, to watch a test fail on it).
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	binOnce.Do(func() {
+		if b := os.Getenv("STATUSCHECK_BINARY"); b != "" {
+			// A binary built elsewhere (of earlier code, to see a test
+			// fail on it); never removed.
+			binPath, binErr = b, nil
+			if _, err := os.Stat(b); err != nil {
+				binErr = fmt.Errorf("STATUSCHECK_BINARY: %w", err)
+			}
+			return
+		}
 		dir, err := os.MkdirTemp("", "statuscheck-bin")
 		if err == nil {
 			err = os.Chmod(dir, 0o755)
@@ -147,7 +157,7 @@ func Binary(tb testing.TB) string {
 
 // RemoveBinary removes what Binary built, if it built anything.
 func RemoveBinary() {
-	if binPath != "" {
+	if binPath != "" && os.Getenv("STATUSCHECK_BINARY") == "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
 }

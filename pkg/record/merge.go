@@ -14,18 +14,28 @@ var settle = 300 * time.Millisecond
 
 // merger puts the events of several watches in the order they happened
 // on the server. Each watch gives its own events in order; across
-// watches, resourceVersions order them: they are the storage's revision
-// (etcd's, global to the cluster's objects; the apiserver's watch cache
-// delivers them in that order, staging/src/k8s.io/apiserver/pkg/storage/
-// cacher), compared with apimachinery's
-// util/resourceversion.CompareResourceVersion. An event is released once it has waited settle and no watch
-// is down; while one is down (cut, being re-established), everything
-// waits, since its missed events will come first.
+// watches, resourceVersions order them, compared with apimachinery's
+// util/resourceversion.CompareResourceVersion. That function's doc gives
+// the comparison meaning only within one resource; it holds across these
+// three because the etcd3 store writes an object's resourceVersion from
+// the etcd revision of its write (k8s.io/apiserver pkg/storage/etcd3,
+// APIObjectVersioner with the key's ModRevision), one counter for every
+// key of an etcd, and custom resources, CSVs and OperatorConditions (all
+// CRDs) live in the apiserver's one etcd unless --etcd-servers-overrides
+// splits them (then the trace's notes show events out of order). An
+// event is released once it has waited settle and no watch is down;
+// while one is down (cut, being re-established), everything waits, since
+// its missed events will come first.
 type merger struct {
 	down    map[string]bool
 	pending []pendingEvent
 	seq     int
 	maxRV   string
+	// released is the latest resourceVersion given to the recorder: an
+	// event that comes after it had been released, from a watch that was
+	// slower than the settle window, is given where it arrived and marked
+	// late, so the trace says so.
+	released string
 }
 
 type pendingEvent struct {
@@ -92,7 +102,15 @@ func (m *merger) ready(now time.Time, flush bool) []event {
 	}
 	out := make([]event, n)
 	for i := range out {
-		out[i] = m.pending[i].ev
+		p := m.pending[i]
+		out[i] = p.ev
+		if wellFormed(p.rv) {
+			if m.released != "" && later(m.released, p.rv) {
+				out[i].late = m.released
+			} else {
+				m.released = p.rv
+			}
+		}
 	}
 	m.pending = append(m.pending[:0], m.pending[n:]...)
 	return out

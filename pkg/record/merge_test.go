@@ -96,3 +96,23 @@ func TestMergerOrdersWatchesByResourceVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestMergerMarksLateEvents: an event that comes after a later one was
+// released (its watch slower than the settle window) is released where
+// it came, marked with the later resourceVersion, for the trace's note.
+func TestMergerMarksLateEvents(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	m := newMerger("cr", "csv")
+	m.setUp("cr", true)
+	m.setUp("csv", true)
+	m.add(evAt("csv", "40"), t0)
+	first := m.ready(t0.Add(settle), false)
+	assert.Equal(t, []string{"csv@40"}, rvs(first))
+	assert.Empty(t, first[0].late)
+	m.add(evAt("cr", "39"), t0.Add(time.Second)) // written before 40, delivered after it
+	m.add(evAt("cr", "41"), t0.Add(time.Second))
+	got := m.ready(t0.Add(time.Second+settle), false)
+	assert.Equal(t, []string{"cr@39", "cr@41"}, rvs(got))
+	assert.Equal(t, "40", got[0].late, "39 came after 40 was recorded")
+	assert.Empty(t, got[1].late)
+}

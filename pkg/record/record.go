@@ -5,15 +5,17 @@
 // arrives. Recorder is the pure part (events in, steps out); Run lists
 // and watches a cluster with client-go and feeds it.
 //
-// OLM's own steps are inferred from the ClusterServiceVersions, following
-// where OLM's gate sits (operator-lifecycle-manager
-// pkg/controller/operators/olm/operator.go, transitionCSVState): a CSV
-// whose spec.replaces names the running one is evaluated by the gate in
-// every sync while it is Pending, so each change of it while Pending is a
-// check; that CSV leaving Pending (InstallReady and on) is the upgrade.
-// The running CSV entering Replacing is not: OLM sets Replacing as soon
-// as a replacement exists (checkReplacementsAndUpdateStatus), before the
-// gate has allowed anything.
+// OLM's own steps are read off the replacement CSV's status, where OLM's
+// gate sits (operator-lifecycle-manager v0.46.0
+// pkg/controller/operators/olm/operator.go, transitionCSVState): each
+// status write that a sync of the CSV in Pending made is a check, with
+// OLM's decision as its expect (Block for reason
+// OperatorConditionNotUpgradeable, Allow for anything else, InstallReady
+// included: the commit); its move to Installing, which installer.Install
+// makes after writing the new deployments, is the upgrade. The running
+// CSV entering Replacing is not: OLM sets Replacing as soon as a
+// replacement exists (checkReplacementsAndUpdateStatus), before the gate
+// has allowed anything.
 package record
 
 import (
@@ -54,21 +56,32 @@ type Recorder struct {
 	opts Options
 	cr   *trace.Observer
 	crRV string
-	// running is the CSV that runs the operator now; pending holds the
-	// last state seen of each CSV replacing it while it is Pending.
-	running  string
-	pending  map[string]string
+	// csvs is the last state seen of each CSV of the namespace (copied
+	// ones left out).
+	csvs map[string]csvState
+	// running is the CSV that runs the operator now; runningGone is set
+	// once it was deleted (its replacement is then not gated).
+	running     string
+	runningGone bool
+	// upgraded holds the replacements that replaced the operator.
 	upgraded map[string]bool
 	// replacing notes the CSVs seen entering Replacing.
 	replacing map[string]bool
-	// oc is the running CSV's OperatorCondition as last seen.
-	oc   map[string]interface{}
-	ocRV string
+	// oc is the running CSV's OperatorCondition as last seen (nil: as the
+	// model's fresh one, empty); ocGone is set while it is deleted.
+	oc     map[string]interface{}
+	ocRV   string
+	ocGone bool
 	// ocSeen is the last state of each OperatorCondition of the namespace.
 	ocSeen map[string]*unstructured.Unstructured
 	// operatorManagers are the field managers seen writing /status: the
 	// operator's. A spec write by one of them is the operator's too.
 	operatorManagers map[string]bool
+	// listRV is the revision the starting lists were taken at, and
+	// listsApart says the CSVs or OperatorConditions could not be listed
+	// at it (set by run before Start).
+	listRV     string
+	listsApart bool
 	// Steps counts the steps written.
 	Steps int
 	err   error
@@ -79,7 +92,7 @@ func New(opts Options) *Recorder {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Recorder{opts: opts, cr: trace.NewObserver(opts.Source), pending: map[string]string{},
+	return &Recorder{opts: opts, cr: trace.NewObserver(opts.Source, opts.StatusSubresource), csvs: map[string]csvState{},
 		upgraded: map[string]bool{}, replacing: map[string]bool{}, ocSeen: map[string]*unstructured.Unstructured{}, operatorManagers: map[string]bool{}}
 }
 
@@ -96,10 +109,18 @@ func (r *Recorder) Start(cr *unstructured.Unstructured, csvs, ocs []unstructured
 	} else {
 		r.cr.Start()
 	}
-	r.running = runningCSV(r.opts.Source, csvs)
-	for _, c := range csvs {
-		if replaces(&c) == r.running && r.running != "" && phase(&c) == "Pending" {
-			r.pending[c.GetName()] = csvState(&c)
+	var notes []string
+	for i := range csvs {
+		if !copied(&csvs[i]) {
+			st := stateOf(&csvs[i])
+			st.owns = ownsSource(r.opts.Source, &csvs[i])
+			r.csvs[csvs[i].GetName()] = st
+		}
+	}
+	r.running = r.runningCSV()
+	for name, c := range r.csvs {
+		if r.running != "" && c.replaces == r.running && c.phase == "InstallReady" {
+			notes = append(notes, fmt.Sprintf("%s was past OLM's gate (InstallReady) when the recording began; its move to Installing is the upgrade", name))
 		}
 	}
 	var oc map[string]interface{}
@@ -114,12 +135,22 @@ func (r *Recorder) Start(cr *unstructured.Unstructured, csvs, ocs []unstructured
 	if i := r.cr.Initial(); i != nil {
 		init = stripped(i)
 	}
+	comment := fmt.Sprintf("Recorded by statuscheck record from %s, starting %s.\n", r.opts.Server, r.opts.Now().UTC().Format(time.RFC3339)) +
+		"Each step carries the generation, resourceVersion and time the cluster gave it; OLM's\n" +
+		"check and upgrade are inferred from the ClusterServiceVersions (see statuscheck's README)."
+	switch {
+	case r.listRV != "" && r.listsApart:
+		comment += "\nThe CR was listed at resourceVersion " + r.listRV + "; the CSVs and OperatorConditions could not be listed there and were listed later."
+	case r.listRV != "":
+		comment += "\nThe CR, CSVs and OperatorConditions: lists at resourceVersion " + r.listRV + "."
+	}
+	for _, n := range notes {
+		comment += "\n" + n
+	}
 	return r.write(trace.Header{
-		Name: "recorded",
-		Comment: fmt.Sprintf("Recorded by statuscheck record from %s, starting %s.\n", r.opts.Server, r.opts.Now().UTC().Format(time.RFC3339)) +
-			"Each step carries the generation, resourceVersion and time the cluster gave it; OLM's\n" +
-			"check and upgrade are inferred from the ClusterServiceVersions (see statuscheck's README).",
-		Source: r.opts.Source, StatusSubresource: r.opts.StatusSubresource, Recorded: true,
+		Name:    "recorded",
+		Comment: comment,
+		Source:  r.opts.Source, StatusSubresource: r.opts.StatusSubresource, Recorded: true,
 		Initial: init, OperatorCondition: oc,
 	}.YAML())
 }
@@ -167,11 +198,13 @@ func (r *Recorder) CR(t watch.EventType, obj *unstructured.Unstructured) error {
 	if obj != nil && t != watch.Deleted && obj.GetResourceVersion() == r.crRV {
 		return nil // seen already (a relist after an expired watch)
 	}
-	ob := trace.Observation{}
+	ob := trace.Observation{Deleted: t == watch.Deleted}
+	if obj != nil {
+		ob.Object = obj.Object // a deletion's last state
+	}
 	if t != watch.Deleted {
 		// A watch event is a change: what changed (spec, metadata,
 		// status) says which write it was; managedFields only say who.
-		ob.Object = obj.Object
 		ob.Created = t == watch.Added && r.cr.Initial() == nil && r.crRV == ""
 		r.noteManagers(obj)
 		r.crRV = obj.GetResourceVersion()
@@ -189,8 +222,9 @@ func (r *Recorder) CR(t watch.EventType, obj *unstructured.Unstructured) error {
 		steps[i].ResourceVersion = obj.GetResourceVersion()
 		steps[i].Time = r.timeOf(obj)
 		if t == watch.Deleted {
-			// When and by whom, the deleted object does not say: the
-			// time is when the recorder saw it go.
+			// When and by whom, the deleted object does not say (its
+			// last stored state, managedFields and all): the time is
+			// when the recorder saw it go.
 			steps[i].Time = r.opts.Now().UTC().Format(time.RFC3339)
 			continue
 		}
@@ -243,50 +277,141 @@ func (r *Recorder) timeOf(obj *unstructured.Unstructured) string {
 	return latest.UTC().Format(time.RFC3339)
 }
 
+// csvState is what the recorder reads of a CSV.
+type csvState struct {
+	phase, reason, message string
+	// requirements is status.requirementStatus, as JSON: a Pending sync
+	// that allows may change only that.
+	requirements string
+	replaces     string
+	owns         bool
+}
+
+func stateOf(csv *unstructured.Unstructured) csvState {
+	reason, _, _ := unstructured.NestedString(csv.Object, "status", "reason")
+	msg, _, _ := unstructured.NestedString(csv.Object, "status", "message")
+	req, _, _ := unstructured.NestedFieldNoCopy(csv.Object, "status", "requirementStatus")
+	return csvState{phase: phase(csv), reason: reason, message: msg, requirements: jsonobj.Compact(req), replaces: replaces(csv)}
+}
+
+// same reports whether two states are the same status write.
+func (c csvState) same(d csvState) bool {
+	return c.phase == d.phase && c.reason == d.reason && c.message == d.message && c.requirements == d.requirements
+}
+
+// OLM's phases and the reason of its Block (operator-framework/api
+// v1alpha1: CSVPhase*, CSVReasonOperatorConditionNotUpgradeable).
+const (
+	phasePending      = "Pending"
+	phaseInstallReady = "InstallReady"
+	phaseInstalling   = "Installing"
+	phaseSucceeded    = "Succeeded"
+	phaseFailed       = "Failed"
+	phaseReplacing    = "Replacing"
+	reasonBlocked     = "OperatorConditionNotUpgradeable"
+)
+
+// copied: a CSV OLM copied into a target namespace of an OperatorGroup
+// (label olm.copiedFrom); OLM's replace finder skips those
+// (pkg/lib/csv/replace_finder.go, IsBeingReplaced), and so does the
+// recorder.
+func copied(csv *unstructured.Unstructured) bool {
+	_, ok := csv.GetLabels()[operatorsv1alpha1.CopiedLabelKey]
+	return ok
+}
+
 // CSV takes an event of a ClusterServiceVersion of the namespace.
 func (r *Recorder) CSV(t watch.EventType, obj *unstructured.Unstructured) error {
-	if t == watch.Deleted {
-		delete(r.pending, obj.GetName())
+	if copied(obj) {
 		return nil
 	}
 	name := obj.GetName()
-	if r.running == "" && ownsSource(r.opts.Source, obj) && phase(obj) == "Succeeded" && replaces(obj) == "" {
-		r.running = name // the operator's first install
+	prev, seen := r.csvs[name]
+	if t == watch.Deleted {
+		delete(r.csvs, name)
+		if name == r.running && !r.runningGone {
+			// OLM's replace finder GETs the CSV being replaced; with it
+			// gone, isReplacing returns nil and transitionCSVState skips
+			// the gate (pkg/lib/csv/replace_finder.go, IsReplacing).
+			r.runningGone = true
+			return r.write(fmt.Sprintf("# %s was deleted (resourceVersion %s): OLM's gate is skipped for a CSV that replaces it, since isReplacing finds nothing to read\n",
+				name, obj.GetResourceVersion()))
+		}
 		return nil
 	}
-	if name == r.running && phase(obj) == "Replacing" && !r.replacing[name] {
-		// Said in the trace, for whoever reads it, but not a step: OLM
-		// sets Replacing as soon as a CSV replacing this one exists
-		// (operator.go, checkReplacementsAndUpdateStatus), before its gate
-		// has allowed anything.
-		r.replacing[name] = true
-		return r.write(fmt.Sprintf("# %s entered Replacing (resourceVersion %s, %s): OLM does this as soon as a replacement exists, before its gate allows anything; not an upgrade\n",
-			name, obj.GetResourceVersion(), r.timeOf(obj)))
+	cur := stateOf(obj)
+	cur.owns = ownsSource(r.opts.Source, obj)
+	r.csvs[name] = cur
+	if r.running == "" {
+		// The first install, whatever its spec.replaces names (the
+		// resolver keeps a bundle's own replaces on a first install, so
+		// a freshly installed CSV usually names one that never ran here).
+		if cur.owns && cur.phase == phaseSucceeded {
+			r.running = name
+		}
+		return nil
 	}
-	if r.running == "" || replaces(obj) != r.running || r.upgraded[name] {
+	if name == r.running {
+		if cur.phase == phaseReplacing && !r.replacing[name] {
+			// Said in the trace, for whoever reads it, but not a step: OLM
+			// sets Replacing as soon as a CSV replacing this one exists
+			// (operator.go, checkReplacementsAndUpdateStatus), before its
+			// gate has allowed anything.
+			r.replacing[name] = true
+			return r.write(fmt.Sprintf("# %s entered Replacing (resourceVersion %s, %s): OLM does this as soon as a replacement exists, before its gate allows anything; not an upgrade\n",
+				name, obj.GetResourceVersion(), r.timeOf(obj)))
+		}
+		return nil
+	}
+	failedForward := cur.replaces != r.running && r.failsForward(cur)
+	if cur.replaces != r.running && !failedForward || r.upgraded[name] || (seen && prev.same(cur)) {
 		return nil
 	}
 	at := r.timeOf(obj)
-	switch p := phase(obj); p {
-	case "", "Pending":
-		// The gate runs in each sync of a Pending replacement: a check.
-		state := csvState(obj)
-		if r.pending[name] == state {
+	who := fmt.Sprintf("olm (%s %s/%s)", name, orNone(cur.phase), cur.reason)
+	check := func(v v1alpha1.Verdict) error {
+		if r.runningGone {
+			return r.write(fmt.Sprintf("# %s moved to %s/%s without OLM's gate: the CSV it replaces is gone\n", name, cur.phase, cur.reason))
+		}
+		if failedForward {
+			// The OperatorGroup's upgradeStrategy is
+			// TechPreviewUnsafeFailForward: OLM moved the failed CSV to
+			// Replacing ungated (transitionCSVState, case Failed), and the
+			// gate of the CSV replacing it reads the failed CSV's
+			// OperatorCondition (isReplacing finds it), which the running
+			// operator does not write. The running operator's gate is
+			// not asked.
+			return r.write(fmt.Sprintf("# %s moved to %s/%s without the running operator's gate: it replaces %s, which failed (UnsafeFailForward), and OLM's gate reads %s's OperatorCondition\n",
+				name, cur.phase, cur.reason, cur.replaces, cur.replaces))
+		}
+		return r.emit(trace.Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck, Expect: v, Who: who, ResourceVersion: obj.GetResourceVersion(), Time: at})
+	}
+	switch cur.phase {
+	case phasePending:
+		// Only a sync of a CSV that was Pending evaluates the gate; one
+		// that moves it into Pending (None, Failed, Installing or
+		// Succeeded to Pending) does not, and the next sync will.
+		if !seen || prev.phase != phasePending {
 			return nil
 		}
-		r.pending[name] = state
-		return r.emit(trace.Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck, Who: "olm (" + name + " " + orNone(p) + ")", ResourceVersion: obj.GetResourceVersion(), Time: at})
-	case "Failed":
-		return nil
-	default:
-		// The replacement left Pending: the gate allowed, the operator is
-		// replaced.
+		if cur.reason == reasonBlocked {
+			return check(v1alpha1.Block)
+		}
+		return check(v1alpha1.Allow) // past the gate, held by something else (requirements)
+	case phaseInstallReady:
+		// The gate allowed and OLM committed, in the same sync.
+		if seen && prev.phase != phasePending {
+			return nil
+		}
+		return check(v1alpha1.Allow)
+	case phaseInstalling, phaseSucceeded:
+		// installer.Install wrote the new deployments: the operator is
+		// replaced (the old one runs until its CSV goes).
 		r.upgraded[name] = true
-		delete(r.pending, name)
-		prev := r.running
-		r.running = name
-		r.oc, r.ocRV = freshOC(), ""
-		if err := r.emit(trace.Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade, Who: "olm (" + name + " replaces " + prev + ", now " + p + ")", ResourceVersion: obj.GetResourceVersion(), Time: at}); err != nil {
+		was := r.running
+		r.running, r.runningGone = name, false
+		r.oc, r.ocRV, r.ocGone = nil, "", false
+		if err := r.emit(trace.Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade, Who: fmt.Sprintf("olm (%s replaces %s, now %s)", name, was, cur.phase), ResourceVersion: obj.GetResourceVersion(), Time: at}); err != nil {
 			return err
 		}
 		if seen := r.ocSeen[name]; seen != nil {
@@ -294,7 +419,36 @@ func (r *Recorder) CSV(t watch.EventType, obj *unstructured.Unstructured) error 
 			return r.ocChanged(seen)
 		}
 		return nil
+	case phaseFailed:
+		return r.write(fmt.Sprintf("# %s failed (%s, resourceVersion %s): nothing was replaced; OLM takes it back to Pending, and gates it again, unless the OperatorGroup's UnsafeFailForward lets a newer CSV replace it\n", name, cur.reason, obj.GetResourceVersion()))
+	case phaseReplacing:
+		if seen && prev.phase == phaseFailed && !r.replacing[name] {
+			r.replacing[name] = true
+			return r.write(fmt.Sprintf("# %s, failed, entered Replacing (resourceVersion %s): UnsafeFailForward, with no gate; the CSV replacing it is gated by its OperatorCondition\n", name, obj.GetResourceVersion()))
+		}
 	}
+	return nil
+}
+
+// failsForward says whether a CSV replaces, through CSVs that failed (or
+// were then moved to Replacing), one that replaces the running CSV: the
+// chain an OperatorGroup with upgradeStrategy TechPreviewUnsafeFailForward
+// lets OLM walk (resolver.WalkReplacementChain).
+func (r *Recorder) failsForward(c csvState) bool {
+	if !c.owns || r.running == "" {
+		return false
+	}
+	for p, n := c.replaces, 0; p != "" && n <= len(r.csvs); n++ {
+		f, ok := r.csvs[p]
+		if !ok || r.upgraded[p] || f.phase != phaseFailed && f.phase != phaseReplacing {
+			return false
+		}
+		if f.replaces == r.running {
+			return true
+		}
+		p = f.replaces
+	}
+	return false
 }
 
 // OC takes an event of an OperatorCondition of the namespace: the running
@@ -303,29 +457,45 @@ func (r *Recorder) OC(t watch.EventType, obj *unstructured.Unstructured) error {
 	name := obj.GetName()
 	if t == watch.Deleted {
 		delete(r.ocSeen, name)
-		if name == r.running {
-			r.oc, r.ocRV = nil, ""
+		if name != r.running || r.running == "" {
+			return nil
 		}
-		return nil
+		// Deleted (by an admin: OLM deletes one only with its CSV), and
+		// not yet recreated by OLM's generator: the gate finds none and
+		// allows (isOperatorUpgradeable, NotFound).
+		r.oc, r.ocRV, r.ocGone = nil, "", true
+		return r.emit(trace.Step{Actor: v1alpha1.ActorAdmin, Verb: v1alpha1.VerbDelete, Target: v1alpha1.TargetOperatorCondition,
+			ResourceVersion: obj.GetResourceVersion(), Time: r.opts.Now().UTC().Format(time.RFC3339)})
 	}
 	r.ocSeen[name] = obj
 	if name != r.running || r.running == "" || obj.GetResourceVersion() == r.ocRV {
 		return nil
 	}
+	if r.ocGone {
+		// OLM's OperatorConditionGeneratorReconciler creates it again,
+		// empty but for its deployments and service accounts.
+		r.ocGone = false
+		r.oc, r.ocRV = obj.Object, obj.GetResourceVersion()
+		created := stripped(obj.Object)
+		unstructured.RemoveNestedField(created, "status")
+		return r.emit(trace.Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCreate, Target: v1alpha1.TargetOperatorCondition, Value: created,
+			Recorded: generationOf(obj), ResourceVersion: obj.GetResourceVersion(), Time: r.timeOf(obj), Who: manager(obj, false)})
+	}
 	return r.ocChanged(obj)
 }
 
 // ocChanged writes what changed in the running CSV's OperatorCondition
-// since r.oc: the operator's (spec.conditions) or an admin's
-// (spec.overrides) spec write, and OLM's status sync. The rest of the
-// spec (deployments, serviceAccounts) is OLM's bookkeeping, which the
-// gate does not read.
+// since r.oc (the model's fresh one when none was seen yet): the
+// operator's (spec.conditions) or an admin's (spec.overrides) spec write,
+// and OLM's status sync, each with the generation the cluster gave it
+// (OLM's own spec writes, deployments and serviceAccounts, which the gate
+// does not read, move it too and are not steps).
 func (r *Recorder) ocChanged(obj *unstructured.Unstructured) error {
 	prev := r.oc
-	r.oc, r.ocRV = obj.Object, obj.GetResourceVersion()
 	if prev == nil {
-		return nil // seen for the first time: where the run starts
+		prev = freshOC()
 	}
+	r.oc, r.ocRV = obj.Object, obj.GetResourceVersion()
 	var steps []trace.Step
 	oldSpec, _ := prev["spec"].(map[string]interface{})
 	newSpec, _ := obj.Object["spec"].(map[string]interface{})
@@ -351,8 +521,14 @@ func (r *Recorder) ocChanged(obj *unstructured.Unstructured) error {
 	for i := range steps {
 		steps[i].ResourceVersion, steps[i].Time = obj.GetResourceVersion(), r.timeOf(obj)
 		steps[i].Who = manager(obj, steps[i].Verb == v1alpha1.VerbUpdateStatus)
+		steps[i].Recorded = generationOf(obj)
 	}
 	return r.emit(steps...)
+}
+
+func generationOf(obj *unstructured.Unstructured) *int64 {
+	g := obj.GetGeneration()
+	return &g
 }
 
 // freshOC is the OperatorCondition the model gives a new CSV (an empty
@@ -367,25 +543,31 @@ func onlyKey(m map[string]interface{}, k string) bool {
 }
 
 // runningCSV finds, among the CSVs at the start, the one that runs the
-// operator: it owns the status source's kind and nothing replaces it that
-// has left Pending.
-func runningCSV(src *v1alpha1.StatusSource, csvs []unstructured.Unstructured) string {
-	var owners []*unstructured.Unstructured
-	for i := range csvs {
-		if ownsSource(src, &csvs[i]) {
-			owners = append(owners, &csvs[i])
-		}
+// operator: it owns the status source's kind, has run (Succeeded, or
+// Failed or Replacing since), and no CSV that replaces it has replaced the
+// operator yet (Installing or on). Its spec.replaces does not matter.
+func (r *Recorder) runningCSV() string {
+	var names []string
+	for n := range r.csvs {
+		names = append(names, n)
 	}
-	sort.Slice(owners, func(i, j int) bool { return owners[i].GetName() < owners[j].GetName() })
+	sort.Strings(names)
 	replaced := map[string]bool{}
-	for _, c := range owners {
-		if p, r := phase(c), replaces(c); r != "" && p != "" && p != "Pending" {
-			replaced[r] = true
+	for _, n := range names {
+		switch c := r.csvs[n]; c.phase {
+		case phaseInstalling, phaseSucceeded, phaseReplacing:
+			if c.replaces != "" && c.owns {
+				replaced[c.replaces] = true
+			}
 		}
 	}
-	for _, c := range owners {
-		if !replaced[c.GetName()] && phase(c) != "" && phase(c) != "Pending" {
-			return c.GetName()
+	for _, n := range names {
+		c := r.csvs[n]
+		switch c.phase {
+		case phaseSucceeded, phaseFailed, phaseReplacing:
+			if c.owns && !replaced[n] {
+				return n
+			}
 		}
 	}
 	return ""
@@ -410,12 +592,6 @@ func replaces(csv *unstructured.Unstructured) string {
 func phase(csv *unstructured.Unstructured) string {
 	s, _, _ := unstructured.NestedString(csv.Object, "status", "phase")
 	return s
-}
-
-func csvState(csv *unstructured.Unstructured) string {
-	reason, _, _ := unstructured.NestedString(csv.Object, "status", "reason")
-	msg, _, _ := unstructured.NestedString(csv.Object, "status", "message")
-	return phase(csv) + "/" + reason + "/" + msg
 }
 
 func orNone(s string) string {

@@ -63,7 +63,13 @@ func cr(gen int64, rv, storage, cond string, og int64, manager string, status bo
 	return u
 }
 
+// csv is a CSV at a phase, with the reason R<phase>; csvAt gives the
+// reason.
 func csv(name, replaces, phase, rv string, at int) *unstructured.Unstructured {
+	return csvAt(name, replaces, phase, "R"+phase, rv, at)
+}
+
+func csvAt(name, replaces, phase, reason, rv string, at int) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
 		"metadata": map[string]interface{}{"name": name, "namespace": "cool", "resourceVersion": rv},
@@ -75,7 +81,7 @@ func csv(name, replaces, phase, rv string, at int) *unstructured.Unstructured {
 	}
 	if phase != "" {
 		_ = unstructured.SetNestedField(u.Object, phase, "status", "phase")
-		_ = unstructured.SetNestedField(u.Object, "R"+phase, "status", "reason")
+		_ = unstructured.SetNestedField(u.Object, reason, "status", "reason")
 	}
 	ts := metav1.NewTime(clock0.Add(time.Duration(at) * time.Second))
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "olm", Operation: metav1.ManagedFieldsOperationUpdate, Time: &ts}})
@@ -89,12 +95,34 @@ func oc(name, rv string, conds ...string) *unstructured.Unstructured {
 	}
 	u := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
-		"metadata": map[string]interface{}{"name": name, "namespace": "cool", "resourceVersion": rv},
+		"metadata": map[string]interface{}{"name": name, "namespace": "cool", "resourceVersion": rv, "generation": int64(1 + len(conds))},
 		"spec":     map[string]interface{}{"deployments": []interface{}{"cool-operator"}},
 	}}
 	if len(list) > 0 {
 		u.Object["spec"].(map[string]interface{})["conditions"] = list
 	}
+	return u
+}
+
+func labelled(u *unstructured.Unstructured, k, v string) *unstructured.Unstructured {
+	u.SetLabels(map[string]string{k: v})
+	return u
+}
+
+// finalized gives the CR a finalizer, marked for deletion or not.
+func finalized(u *unstructured.Unstructured, deleting bool) *unstructured.Unstructured {
+	u.SetFinalizers([]string{"cool.operators.corp/cleanup"})
+	if deleting {
+		ts := metav1.NewTime(clock0)
+		u.SetDeletionTimestamp(&ts)
+		var zero int64
+		u.SetDeletionGracePeriodSeconds(&zero)
+	}
+	return u
+}
+
+func unfinalized(u *unstructured.Unstructured) *unstructured.Unstructured {
+	u.SetFinalizers(nil)
 	return u
 }
 
@@ -117,11 +145,13 @@ func play(t *testing.T, start *unstructured.Unstructured, csvs, ocs []unstructur
 	return out.String(), r
 }
 
-// theScenario is issue 13's: a user changes the spec, the operator
-// reports an outdated Upgradeable=True, then a fresh False; a CSV
-// replacing the running one appears and is Pending (OLM's gate holds
-// it), the running one enters Replacing, and the new one leaves Pending
-// while the condition is still False.
+// theScenario is issue 13's, as OLM writes the CSVs: a user changes the
+// spec, the operator reports an outdated Upgradeable=True, then a fresh
+// False; a CSV replacing the running one appears (None), enters Pending
+// (RequirementsUnknown: no gate yet), is held by OLM's gate
+// (OperatorConditionNotUpgradeable), the running one enters Replacing, and
+// the new one is committed (InstallReady) and replaces the operator
+// (Installing) while the condition is still False.
 func theScenario() (*unstructured.Unstructured, []unstructured.Unstructured, []unstructured.Unstructured, []ev) {
 	start := cr(1, "100", "PostgreSQL", "True", 1, "cool-operator", true, 0)
 	csvs := []unstructured.Unstructured{*csv("cool.v1", "", "Succeeded", "90", 0)}
@@ -132,8 +162,9 @@ func theScenario() (*unstructured.Unstructured, []unstructured.Unstructured, []u
 		{"cr", watch.Modified, cr(2, "102", "MariaDB", "True:StillIdle", 1, "cool-operator", true, 2)}, // a relist repeats it
 		{"cr", watch.Modified, cr(2, "103", "MariaDB", "False", 2, "cool-operator", true, 3)},
 		{"csv", watch.Added, csv("cool.v2", "cool.v1", "", "104", 4)},
-		{"csv", watch.Modified, csv("cool.v2", "cool.v1", "Pending", "105", 5)},
-		{"csv", watch.Modified, csv("cool.v2", "cool.v1", "Pending", "105", 5)},
+		{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "RequirementsUnknown", "105", 5)},
+		{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "OperatorConditionNotUpgradeable", "106", 5)},
+		{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "OperatorConditionNotUpgradeable", "106", 5)},
 		{"csv", watch.Modified, csv("cool.v1", "", "Replacing", "106", 6)},
 		{"oc", watch.Added, oc("cool.v2", "107")},
 		{"csv", watch.Modified, csv("cool.v2", "cool.v1", "InstallReady", "108", 8)},
@@ -152,12 +183,14 @@ func TestRecorderGolden(t *testing.T) {
 	want, err := os.ReadFile(golden)
 	require.NoError(t, err)
 	assert.Equal(t, string(want), got, "the recorded trace differs from %s (go test -update rewrites it)", golden)
-	assert.Equal(t, 7, r.Steps, "user update, two status writes, two checks, the upgrade, the admin's OperatorCondition write")
+	assert.Equal(t, 7, r.Steps, "user update, two status writes, two checks (OLM's Block and its commit), the upgrade, the new OperatorCondition's write")
 }
 
 // TestRecordingReplays replays the recording: the upgrade is the step
-// where the new CSV left Pending, not where the old one entered
-// Replacing, and under olm it happened while the gate blocked.
+// where the new CSV moved to Installing (installer.Install), not where
+// it was committed (InstallReady, a check OLM allowed) nor where the old
+// one entered Replacing; under olm it happened while the gate blocked,
+// and the check where OLM allowed is one the contract's gate blocks.
 func TestRecordingReplays(t *testing.T) {
 	start, csvs, ocs, events := theScenario()
 	got, _ := play(t, start, csvs, ocs, events)
@@ -169,7 +202,21 @@ func TestRecordingReplays(t *testing.T) {
 		}
 	}
 	require.NotNil(t, upgrade, "the recording has an upgrade step")
-	assert.Equal(t, "108", upgrade.Step.ResourceVersion, "the upgrade is the new CSV leaving Pending")
+	assert.Equal(t, "109", upgrade.Step.ResourceVersion, "the upgrade is the new CSV moving to Installing")
+	var expects []v1alpha1.Verdict
+	for _, r := range rows {
+		if r.Step.Verb == v1alpha1.VerbCheck {
+			expects = append(expects, r.Step.Expect)
+		}
+	}
+	assert.Equal(t, []v1alpha1.Verdict{v1alpha1.Block, v1alpha1.Allow}, expects, "OLM's decisions: held, then committed")
+	mismatch := 0
+	for _, v := range sum.Violations {
+		if v.Rule == simulate.RuleCheckExpectation {
+			mismatch++
+		}
+	}
+	assert.Equal(t, 1, mismatch, "OLM committed (reading its empty OperatorCondition) where the contract's gate on the CR blocks")
 	blocked := map[contract.Policy]int{}
 	for _, v := range sum.Violations {
 		if v.Rule == "upgrade-while-blocked" {
@@ -212,6 +259,8 @@ func TestRecorderInference(t *testing.T) {
 		csvs      []unstructured.Unstructured
 		events    []ev
 		wantSteps []string // actor verb [target], in order
+		// wantExpects are the checks' expects, when given.
+		wantExpects []v1alpha1.Verdict
 	}{
 		{
 			name: "the operator's own spec write is the operator's",
@@ -231,40 +280,121 @@ func TestRecorderInference(t *testing.T) {
 			name:  "a replacement that fails is no upgrade",
 			start: start, csvs: v1,
 			events: []ev{
-				{"csv", watch.Added, csv("cool.v2", "cool.v1", "Pending", "101", 1)},
-				{"csv", watch.Modified, csv("cool.v2", "cool.v1", "Failed", "102", 2)},
+				{"csv", watch.Added, csv("cool.v2", "cool.v1", "", "101", 1)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "RequirementsUnknown", "102", 2)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "InstallReady", "RequirementsMet", "103", 3)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Failed", "ComponentFailed", "104", 4)},
 			},
 			wantSteps: []string{"olm check"},
 		},
 		{
-			name:  "each new state of a Pending replacement is a check, the same state again is not",
+			// transitionCSVState: None -> Pending does not evaluate the
+			// gate; each sync of a Pending CSV does, and writes when what
+			// it found changed: a Block, or, past the gate, the
+			// requirements; InstallReady is the commit.
+			name:  "each status write of a Pending sync is a check with OLM's decision; entering Pending is not",
 			start: start, csvs: v1,
 			events: []ev{
 				{"csv", watch.Added, csv("cool.v2", "cool.v1", "", "101", 1)},
-				{"csv", watch.Modified, csv("cool.v2", "cool.v1", "Pending", "102", 2)},
-				{"csv", watch.Modified, csv("cool.v2", "cool.v1", "Pending", "103", 3)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "RequirementsUnknown", "102", 2)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "OperatorConditionNotUpgradeable", "103", 3)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "OperatorConditionNotUpgradeable", "103", 3)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "RequirementsNotMet", "104", 4)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "InstallReady", "RequirementsMet", "105", 5)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Installing", "InstallSucceeded", "106", 6)},
 			},
-			wantSteps: []string{"olm check", "olm check"},
+			wantSteps:   []string{"olm check", "olm check", "olm check", "olm upgrade"},
+			wantExpects: []v1alpha1.Verdict{v1alpha1.Block, v1alpha1.Allow, v1alpha1.Allow},
 		},
 		{
-			name:  "the first install is found when the recording starts before it",
+			// The resolver keeps a bundle's own replaces on a first
+			// install: the running CSV names one that never ran here.
+			name:  "the first install is found when the recording starts before it, whatever it replaces",
 			start: nil, csvs: nil,
 			events: []ev{
-				{"csv", watch.Added, csv("cool.v1", "", "Succeeded", "101", 1)},
+				{"csv", watch.Added, csv("cool.v1", "cool.v0", "Succeeded", "101", 1)},
 				{"cr", watch.Added, cr(1, "102", "PostgreSQL", "", 0, "kubectl-create", false, 2)},
-				{"csv", watch.Added, csv("cool.v2", "cool.v1", "Pending", "103", 3)},
-				{"csv", watch.Modified, csv("cool.v2", "cool.v1", "Succeeded", "104", 4)},
+				{"csv", watch.Added, csv("cool.v2", "cool.v1", "", "103", 3)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "RequirementsUnknown", "104", 4)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "InstallReady", "RequirementsMet", "105", 5)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Succeeded", "InstallSucceeded", "106", 6)},
 			},
 			wantSteps: []string{"user create", "olm check", "olm upgrade"},
 		},
 		{
-			name:  "a replacement already past Pending at the start makes it the running CSV",
+			name:  "a running CSV with replaces is found at the start",
+			start: start, csvs: []unstructured.Unstructured{*csv("cool.v1", "cool.v0", "Succeeded", "90", 0)},
+			events: []ev{
+				{"csv", watch.Added, csv("cool.v2", "cool.v1", "", "101", 1)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "RequirementsUnknown", "102", 2)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "OperatorConditionNotUpgradeable", "103", 3)},
+			},
+			wantSteps: []string{"olm check"},
+		},
+		{
+			name:  "a replacement already past Installing at the start makes it the running CSV",
 			start: start,
 			csvs:  []unstructured.Unstructured{v1[0], *csv("cool.v2", "cool.v1", "Succeeded", "95", 0)},
 			events: []ev{
-				{"csv", watch.Added, csv("cool.v3", "cool.v2", "Pending", "101", 1)},
+				{"csv", watch.Added, csvAt("cool.v3", "cool.v2", "Pending", "RequirementsUnknown", "101", 1)},
+				{"csv", watch.Modified, csvAt("cool.v3", "cool.v2", "Pending", "OperatorConditionNotUpgradeable", "102", 2)},
 			},
 			wantSteps: []string{"olm check"},
+		},
+		{
+			// Failed -> Pending, then gated again (transitionCSVState,
+			// case CSVPhaseFailed).
+			name:  "a replacement that is Failed at the start is gated again",
+			start: start,
+			csvs:  []unstructured.Unstructured{v1[0], *csvAt("cool.v2", "cool.v1", "Failed", "ComponentFailed", "95", 0)},
+			events: []ev{
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "NeedsReinstall", "101", 1)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "OperatorConditionNotUpgradeable", "102", 2)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "InstallReady", "RequirementsMet", "103", 3)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Installing", "InstallSucceeded", "104", 4)},
+			},
+			wantSteps:   []string{"olm check", "olm check", "olm upgrade"},
+			wantExpects: []v1alpha1.Verdict{v1alpha1.Block, v1alpha1.Allow},
+		},
+		{
+			// isReplacing GETs the CSV being replaced; with it gone the
+			// gate is skipped (pkg/lib/csv/replace_finder.go).
+			name:  "with the running CSV gone its replacement is not gated",
+			start: start, csvs: v1,
+			events: []ev{
+				{"csv", watch.Added, csv("cool.v2", "cool.v1", "", "101", 1)},
+				{"csv", watch.Deleted, csv("cool.v1", "", "Succeeded", "102", 2)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Pending", "RequirementsUnknown", "103", 3)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "InstallReady", "RequirementsMet", "104", 4)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Installing", "InstallSucceeded", "105", 5)},
+			},
+			wantSteps: []string{"olm upgrade"},
+		},
+		{
+			// TechPreviewUnsafeFailForward: v3 replaces the failed v2, and
+			// OLM's gate reads v2's OperatorCondition, not the running
+			// v1's: no check of the running operator's gate is recorded
+			// (test/olm's TestPoint7UnsafeFailForwardSkipsTheGate).
+			name:  "a CSV replacing a failed replacement is not gated by the running operator",
+			start: start,
+			csvs:  []unstructured.Unstructured{v1[0], *csvAt("cool.v2", "cool.v1", "Failed", "InstallComponentFailedNoRetry", "95", 0)},
+			events: []ev{
+				{"csv", watch.Added, csv("cool.v3", "cool.v2", "", "101", 1)},
+				{"csv", watch.Modified, csvAt("cool.v2", "cool.v1", "Replacing", "BeingReplaced", "102", 2)},
+				{"csv", watch.Modified, csvAt("cool.v3", "cool.v2", "Pending", "RequirementsUnknown", "103", 3)},
+				{"csv", watch.Modified, csvAt("cool.v3", "cool.v2", "InstallReady", "RequirementsMet", "104", 4)},
+				{"csv", watch.Modified, csvAt("cool.v3", "cool.v2", "Installing", "InstallSucceeded", "105", 5)},
+			},
+			wantSteps: []string{"olm upgrade"},
+		},
+		{
+			name:  "a copied CSV is not the operator's",
+			start: start, csvs: v1,
+			events: []ev{
+				{"csv", watch.Added, labelled(csvAt("cool.v2", "cool.v1", "Pending", "OperatorConditionNotUpgradeable", "101", 1), "olm.copiedFrom", "elsewhere")},
+				{"csv", watch.Modified, labelled(csvAt("cool.v2", "cool.v1", "InstallReady", "RequirementsMet", "102", 2), "olm.copiedFrom", "elsewhere")},
+			},
+			wantSteps: nil,
 		},
 		{
 			name:  "deleting the CR is a delete; a deletion seen again changes nothing",
@@ -274,6 +404,42 @@ func TestRecorderInference(t *testing.T) {
 				{"cr", watch.Deleted, cr(1, "101", "PostgreSQL", "True", 1, "", false, 1)},
 			},
 			wantSteps: []string{"user delete"},
+		},
+		{
+			// A delete of an object with finalizers marks it
+			// (deletionTimestamp, generation once); removing the last
+			// finalizer deletes it, and the watch says DELETED with the
+			// state stored before, finalizer and all (as the real
+			// apiserver does: test/olm's TestPoint4CRDeletedWithFinalizer).
+			name:  "deleting a CR with a finalizer is a delete, then the update that removes the finalizer",
+			start: finalized(cr(1, "100", "PostgreSQL", "True", 1, "cool-operator", true, 0), false), csvs: v1,
+			events: []ev{
+				{"cr", watch.Modified, finalized(cr(2, "101", "PostgreSQL", "True", 1, "cool-operator", true, 1), true)},
+				{"cr", watch.Deleted, finalized(cr(2, "102", "PostgreSQL", "True", 1, "cool-operator", true, 1), true)},
+			},
+			wantSteps: []string{"user delete", "operator update"},
+		},
+		{
+			// A DELETED that carries the object without its finalizer
+			// (what a watch cache could give) is the same update.
+			name:  "a deletion whose last state has no finalizer left",
+			start: finalized(cr(1, "100", "PostgreSQL", "True", 1, "cool-operator", true, 0), false), csvs: v1,
+			events: []ev{
+				{"cr", watch.Modified, finalized(cr(2, "101", "PostgreSQL", "True", 1, "cool-operator", true, 1), true)},
+				{"cr", watch.Deleted, unfinalized(finalized(cr(2, "102", "PostgreSQL", "True", 1, "cool-operator", true, 2), true))},
+			},
+			wantSteps: []string{"user delete", "operator update"},
+		},
+		{
+			// OLM's generator makes a deleted OperatorCondition again,
+			// empty; until then the gate finds none.
+			name:  "an OperatorCondition deleted and made again",
+			start: start, csvs: v1,
+			events: []ev{
+				{"oc", watch.Deleted, oc("cool.v1", "101", "False")},
+				{"oc", watch.Added, oc("cool.v1", "102")},
+			},
+			wantSteps: []string{"admin delete OperatorCondition", "olm create OperatorCondition"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,6 +459,15 @@ func TestRecorderInference(t *testing.T) {
 			}
 			assert.Equal(t, tc.wantSteps, got, "trace:\n%s", out)
 			assert.Equal(t, len(rows), r.Steps)
+			if tc.wantExpects != nil {
+				var expects []v1alpha1.Verdict
+				for _, row := range rows {
+					if row.Step.Verb == v1alpha1.VerbCheck {
+						expects = append(expects, row.Step.Expect)
+					}
+				}
+				assert.Equal(t, tc.wantExpects, expects)
+			}
 		})
 	}
 }

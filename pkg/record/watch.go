@@ -51,6 +51,9 @@ type event struct {
 	// up, set on an event without an object, says the watch of kind is
 	// established ("up") or has ended ("down").
 	up string
+	// late, set by the merger, is the later resourceVersion already
+	// given to the recorder when this event came.
+	late string
 }
 
 // Run lists, then watches, the status source, the namespace's CSVs and
@@ -87,13 +90,23 @@ func run(ctx context.Context, dyn dynamic.Interface, host string, tg Target, r *
 	if len(crList.Items) > 0 {
 		cr = &crList.Items[0]
 	}
+	// The CSVs and OperatorConditions are listed at the revision the CR's
+	// list was taken at (resourceVersionMatch=Exact), so that the three
+	// starting states are one moment of the cluster; a server that cannot
+	// (a revision already compacted) is listed as it is now, with a note.
 	lists := map[string]*unstructured.UnstructuredList{}
 	for _, w := range []struct {
 		kind string
 		gvr  schema.GroupVersionResource
 	}{{"csv", csvGVR}, {"oc", ocGVR}} {
 		kind, gvr := w.kind, w.gvr
-		l, err := dyn.Resource(gvr).Namespace(tg.Namespace).List(lctx, metav1.ListOptions{})
+		at := metav1.ListOptions{ResourceVersion: crList.GetResourceVersion(), ResourceVersionMatch: metav1.ResourceVersionMatchExact}
+		l, err := dyn.Resource(gvr).Namespace(tg.Namespace).List(lctx, at)
+		if err != nil && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) && !apierrors.IsUnauthorized(err) {
+			note("listing %s at resourceVersion %s failed (%v); listed as it is now", gvr.Resource, crList.GetResourceVersion(), err)
+			r.listsApart = true
+			l, err = dyn.Resource(gvr).Namespace(tg.Namespace).List(lctx, metav1.ListOptions{})
+		}
 		if err != nil {
 			note("%s; OLM's steps from them are left out", explain(err, host, "list", gvr, tg.Namespace, true))
 			continue
@@ -107,6 +120,7 @@ func run(ctx context.Context, dyn dynamic.Interface, host string, tg Target, r *
 	if l := lists["oc"]; l != nil {
 		ocs = l.Items
 	}
+	r.listRV = crList.GetResourceVersion()
 	if err := r.Start(cr, csvs, ocs); err != nil {
 		return err
 	}
@@ -126,6 +140,12 @@ func run(ctx context.Context, dyn dynamic.Interface, host string, tg Target, r *
 	m := newMerger(kinds...)
 	feed := func(evs []event) error {
 		for _, ev := range evs {
+			if ev.late != "" && ev.obj != nil {
+				if err := r.write(fmt.Sprintf("# out of order: this %s event (resourceVersion %s) came after resourceVersion %s had been recorded; it is recorded where it came\n",
+					ev.kind, ev.obj.GetResourceVersion(), ev.late)); err != nil {
+					return err
+				}
+			}
 			if err := r.take(ev.kind, ev.t, ev.obj); err != nil {
 				return err
 			}

@@ -91,6 +91,8 @@ type Trace struct {
 	stopped atomic.Bool
 	// differ is set for recorded input.
 	differ *differ
+	// subresource is the command line's statusSubresource, for the differ.
+	subresource *bool
 }
 
 // FromSteps is a trace held in memory: a native trace built in Go, read
@@ -177,7 +179,10 @@ type OpenOptions struct {
 	Source *v1alpha1.StatusSource
 	// Plural is the CRD's resource name, to match audit events exactly.
 	Plural string
-	Limits Limits
+	// StatusSubresource is the CRD version's /status, when known: without
+	// it, one observed write of spec and status is one update.
+	StatusSubresource *bool
+	Limits            Limits
 }
 
 func (o OpenOptions) identity() Identity {
@@ -423,7 +428,7 @@ func OpenReader(path string, r io.Reader, opts OpenOptions) (*Trace, error) {
 			return nil, err
 		}
 	}
-	t := &Trace{File: path, Format: format, limits: lim, Identity: opts.identity(), Source: opts.Source, given: opts.Source != nil}
+	t := &Trace{File: path, Format: format, limits: lim, Identity: opts.identity(), Source: opts.Source, given: opts.Source != nil, subresource: opts.StatusSubresource}
 	var err error
 	switch format {
 	case FormatTrace:

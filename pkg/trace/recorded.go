@@ -46,12 +46,14 @@ type recording struct {
 
 // differ turns observations into steps.
 type differ struct {
-	t       *Trace
-	src     *v1alpha1.StatusSource
-	prev    map[string]interface{}
-	started bool
-	queue   []Step
-	source  func() (recording, error)
+	t *Trace
+	// statusSubresource is the run's, when known (nil: not known).
+	statusSubresource *bool
+	src               *v1alpha1.StatusSource
+	prev              map[string]interface{}
+	started           bool
+	queue             []Step
+	source            func() (recording, error)
 	// lastRead is the last read of the object before the first write.
 	lastRead *recording
 	// others counts observations of other objects, which are skipped.
@@ -168,9 +170,7 @@ func (d *differ) observe(ob recording) error {
 		if d.prev == nil {
 			return nil // deleting what was never seen: nothing to replay
 		}
-		st := step(v1alpha1.ActorUser, v1alpha1.VerbDelete, nil)
-		st.Observed = true
-		d.queue = append(d.queue, st)
+		d.queue = append(d.queue, d.deletion(ob, step))
 		d.prev = nil
 		return nil
 	}
@@ -204,6 +204,20 @@ func (d *differ) observe(ob recording) error {
 	var steps []Step
 	// Metadata: the request annotation is OLM's; the rest a user's.
 	metaPatch := jsonobj.CreateMergePatch(cleanMeta(before.Meta), cleanMeta(after.Meta))
+	// A delete of an object with finalizers is not deleted but marked
+	// (k8s.io/apiserver registry/generic/registry/store.go, Store.Delete and
+	// markAsDeleting): deletionTimestamp appears, with the garbage
+	// collector's finalizer when the delete asked Orphan or Foreground.
+	// That is a delete step, not an update of deletionTimestamp (which
+	// the apiserver refuses).
+	if _, marked := metaPatch["deletionTimestamp"]; marked && before.Meta["deletionTimestamp"] == nil {
+		steps = append(steps, step(v1alpha1.ActorUser, v1alpha1.VerbDelete, propagation(before.Meta, after.Meta)))
+		delete(metaPatch, "deletionTimestamp")
+		delete(metaPatch, "deletionGracePeriodSeconds")
+		if f := finalizers(after.Meta); len(f) > 0 && sameSet(withoutGC(f), withoutGC(finalizers(before.Meta))) {
+			delete(metaPatch, "finalizers") // only the collector's, which the delete adds
+		}
+	}
 	if req := d.request(); req != nil && req.Annotation != "" {
 		if ann, ok := metaPatch["annotations"].(map[string]interface{}); ok {
 			if tok, ok := ann[req.Annotation]; ok && tok != nil {
@@ -235,9 +249,16 @@ func (d *differ) observe(ob recording) error {
 		}
 		steps = append(steps, step(v1alpha1.ActorUser, v1alpha1.VerbUpdate, patch))
 	}
-	if !reflect.DeepEqual(before.Status, after.Status) || ob.status {
-		st := step(v1alpha1.ActorOperator, v1alpha1.VerbUpdateStatus, after.Status)
-		steps = append(steps, st)
+	statusChanged := !reflect.DeepEqual(before.Status, after.Status)
+	switch {
+	case statusChanged && !ob.status && d.noSubresource() && len(steps) > 0 && steps[len(steps)-1].Verb == v1alpha1.VerbUpdate:
+		// Without the status subresource one write carries spec and
+		// status and moves generation once: it is one update, not an
+		// update and a status write.
+		last := &steps[len(steps)-1]
+		last.Value = jsonobj.MergePatch(last.Value, map[string]interface{}{"status": jsonobj.CreateMergePatch(before.Status, after.Status)})
+	case statusChanged || ob.status:
+		steps = append(steps, step(v1alpha1.ActorOperator, v1alpha1.VerbUpdateStatus, after.Status))
 	}
 	if prev := generationOr1(d.prev); len(steps) == 0 && gen != nil && *gen != prev {
 		// Only the generation moved: replay an empty write so the model
@@ -251,6 +272,106 @@ func (d *differ) observe(ob recording) error {
 	d.queue = append(d.queue, steps...)
 	d.prev = ob.obj
 	return nil
+}
+
+// noSubresource says whether the run is known to have no status
+// subresource.
+func (d *differ) noSubresource() bool {
+	return d.statusSubresource != nil && !*d.statusSubresource
+}
+
+// deletion is the step a recorded deletion of the object was: a delete,
+// or, for an object a delete had marked, the update that removed its last
+// finalizer. The apiserver deletes the object in that update instead of
+// storing it (Store.Update in k8s.io/apiserver's registry/generic/registry:
+// shouldDeleteDuringUpdate, errEmptiedFinalizers, deleteWithoutFinalizers),
+// and the watch's DELETED carries the state stored before, finalizers and
+// all (etcd3's watcher decodes prevValue for a deletion, watcher.go
+// transform): what the update removed is the finalizers that are left.
+func (d *differ) deletion(ob recording, step func(v1alpha1.Actor, v1alpha1.Verb, map[string]interface{}) Step) Step {
+	before := jsonobj.Split(d.prev)
+	if ob.obj != nil && before.Meta["deletionTimestamp"] != nil {
+		after := jsonobj.Split(ob.obj)
+		patch := jsonobj.CreateMergePatch(cleanMeta(before.Meta), cleanMeta(after.Meta))
+		if len(finalizers(after.Meta)) > 0 {
+			if patch == nil {
+				patch = map[string]interface{}{}
+			}
+			patch["finalizers"] = nil
+		}
+		if len(patch) > 0 {
+			st := step(v1alpha1.ActorOperator, v1alpha1.VerbUpdate, map[string]interface{}{"metadata": patch})
+			st.Observed = true
+			return st
+		}
+	}
+	st := step(v1alpha1.ActorUser, v1alpha1.VerbDelete, nil)
+	if ob.obj != nil {
+		st.Value = propagation(before.Meta, jsonobj.Split(ob.obj).Meta)
+	}
+	st.Observed = true
+	return st
+}
+
+// The garbage collector's finalizers, which a delete's propagationPolicy
+// adds (registry/store.go, deletionFinalizersForGarbageCollection).
+const (
+	orphanFinalizer     = "orphan"
+	foregroundFinalizer = "foregroundDeletion"
+)
+
+// propagation infers a delete's propagationPolicy from the collector's
+// finalizer it added (none: the default).
+func propagation(before, after map[string]interface{}) map[string]interface{} {
+	had := finalizers(before)
+	for _, f := range finalizers(after) {
+		if contains(had, f) {
+			continue
+		}
+		switch f {
+		case orphanFinalizer:
+			return map[string]interface{}{"propagationPolicy": "Orphan"}
+		case foregroundFinalizer:
+			return map[string]interface{}{"propagationPolicy": "Foreground"}
+		}
+	}
+	return nil
+}
+
+func finalizers(meta map[string]interface{}) []string {
+	l, _, _ := unstructured.NestedStringSlice(meta, "finalizers")
+	return l
+}
+
+func withoutGC(fs []string) []string {
+	var out []string
+	for _, f := range fs {
+		if f != orphanFinalizer && f != foregroundFinalizer {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *differ) request() *v1alpha1.HandshakeRequest {
@@ -318,7 +439,7 @@ func onlyPath(patch map[string]interface{}, fields []string) bool {
 // openSnapshots reads a stream of snapshots in JSON or YAML.
 func openSnapshots(t *Trace, br *bufio.Reader) error {
 	t.Recorded = true
-	d := &differ{t: t, src: t.source()}
+	d := &differ{t: t, src: t.source(), statusSubresource: t.subresource}
 	t.differ = d
 	head := firstContent(br)
 	var pending []recording
@@ -488,7 +609,7 @@ func snapshotObservations(file string, line int, v interface{}) ([]recording, er
 			switch typ {
 			case "DELETED":
 				id := identityOf(obj)
-				return []recording{{line: line, deleted: true, id: &id}}, nil
+				return []recording{{obj: obj, line: line, deleted: true, id: &id}}, nil
 			case "BOOKMARK", "ERROR":
 				return nil, nil
 			}
@@ -613,7 +734,7 @@ func openAudit(t *Trace, br *bufio.Reader) error {
 	if id.Name == "" || id.Kind == "" {
 		return &TraceError{File: t.File, Msg: "an audit log needs the status source to pick its object out: give --bundle, or --crd with --source"}
 	}
-	d := &differ{t: t, src: t.source()}
+	d := &differ{t: t, src: t.source(), statusSubresource: t.subresource}
 	t.differ = d
 	js := &jsonValues{r: br, line: 1, file: t.File, limit: t.limits.Manifest.MaxFileSize}
 	d.source = func() (recording, error) {
@@ -725,17 +846,20 @@ type Observer struct {
 	d *differ
 }
 
-// NewObserver starts observing src.
-func NewObserver(src *v1alpha1.StatusSource) *Observer {
+// NewObserver starts observing src, whose CRD version has the status
+// subresource or not.
+func NewObserver(src *v1alpha1.StatusSource, statusSubresource bool) *Observer {
 	t := &Trace{File: "(watch)", Format: FormatSnapshots, Recorded: true, Source: src, given: true,
 		Identity: Identity{APIVersion: src.APIVersion, Kind: src.Kind, Name: src.Name, Namespace: src.Namespace}}
-	return &Observer{t: t, d: &differ{t: t, src: src}}
+	return &Observer{t: t, d: &differ{t: t, src: src, statusSubresource: &statusSubresource}}
 }
 
 // Observation is one state of the object a watch reported.
 type Observation struct {
-	// Object is the object; nil when it was deleted.
+	// Object is the object: its last state when Deleted.
 	Object map[string]interface{}
+	// Deleted says the object is gone.
+	Deleted bool
 	// Created says the object was created by this event (the watch saw
 	// it ADDED after the start).
 	Created bool
@@ -749,7 +873,7 @@ type Observation struct {
 // of an object that exists at the start is where the run starts (Initial)
 // and gives none.
 func (o *Observer) Observe(ob Observation) ([]Step, error) {
-	rec := recording{obj: ob.Object, deleted: ob.Object == nil, created: ob.Created, status: ob.StatusWrite, who: ob.Who}
+	rec := recording{obj: ob.Object, deleted: ob.Deleted || ob.Object == nil, created: ob.Created, status: ob.StatusWrite, who: ob.Who}
 	if err := o.d.observe(rec); err != nil {
 		return nil, err
 	}

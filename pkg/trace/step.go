@@ -104,8 +104,8 @@ func FromWire(w v1alpha1.Step, present []v1alpha1.Verb, file string, line int) (
 		return Step{}, &TraceError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
 	st := Step{Actor: w.Actor, Target: w.Target, File: file, Line: line, Recorded: w.Generation, ResourceVersion: w.ResourceVersion, Time: w.Time, Who: w.Who}
-	if w.Generation != nil {
-		st.Observed = true
+	if w.Generation != nil && w.Target != v1alpha1.TargetOperatorCondition {
+		st.Observed = true // a change of the CR the recording saw
 	}
 	switch w.Actor {
 	case v1alpha1.ActorUser, v1alpha1.ActorOperator, v1alpha1.ActorOLM, v1alpha1.ActorAdmin:
