@@ -6,7 +6,7 @@ BIN      ?= bin/statuscheck
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build cross test race lint vet fmt-check docs demo bench fuzz ci clean
+.PHONY: all build cross test olm race lint vet fmt-check docs demo bench fuzz ci clean
 
 all: build test
 
@@ -24,6 +24,11 @@ cross:
 test: lint
 	$(GO) test $(PKGS)
 
+## olm: the real-OLM tier (test/olm, a module of its own): OLM v0.46.0's olm-operator and
+## OperatorCondition controllers on a real kube-apiserver, with statuscheck record recording.
+olm:
+	cd test/olm && $(GO) vet ./... && $(GO) test -count=1 ./...
+
 ## race: every test under the race detector.
 race:
 	$(GO) test -race $(PKGS)
@@ -35,7 +40,7 @@ ci: test cross race
 lint: fmt-check vet
 
 fmt-check:
-	@out="$$(gofmt -l cmd internal pkg)"; \
+	@out="$$(gofmt -l cmd internal pkg api test)"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 vet:

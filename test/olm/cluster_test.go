@@ -1,0 +1,302 @@
+// Package olm is statuscheck's real-OLM test tier: OLM v0.46.0's own,
+// unmodified olm-operator and OperatorCondition controllers run in this
+// test binary against a real kube-apiserver (k8s.io/kubernetes
+// cmd/kube-apiserver/app/testing, RBAC on) on an embedded etcd, offline
+// and on loopback. The scenarios upgrade a real operator bundle there with
+// `statuscheck record` (the built binary) recording, and replay the
+// recordings with `statuscheck simulate`: what the model says must be
+// what OLM did.
+//
+// There is no kubelet, controller manager or garbage collector: a
+// Deployment is made Available by a stand-in (deployments_test.go) that
+// writes its status as the deployment controller would once its pods run,
+// and an owned object is not deleted with its owner (the tests delete what
+// the garbage collector would).
+//
+// The tier is a module of its own so that k8s.io/kubernetes and OLM stay
+// out of statuscheck's go.mod and binary.
+package olm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	olmcrds "github.com/operator-framework/api/crds"
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/api/client/clientset/versioned"
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/operators"
+	olmoperator "github.com/operator-framework/operator-lifecycle-manager/pkg/controller/operators/olm"
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/operators/validatingroundtripper"
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/lib/operatorclient"
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/lib/queueinformer"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
+)
+
+// Cluster is a running kube-apiserver with OLM.
+type Cluster struct {
+	// Config reaches the server as its loopback superuser, in JSON (OLM's
+	// custom resources have no protobuf).
+	Config *rest.Config
+	Kube   kubernetes.Interface
+	Dyn    dynamic.Interface
+	OLM    versioned.Interface
+	Ext    apiextclient.Interface
+	// Kubeconfig is a kubeconfig file for the statuscheck binary.
+	Kubeconfig string
+	// Started is how long the server and OLM took to be ready.
+	Started time.Duration
+}
+
+var (
+	once     sync.Once
+	cluster  *Cluster
+	startErr error
+	owner    *testutil.MainTB
+	logOut   io.Writer = io.Discard
+)
+
+// TestMain starts nothing: the first test that calls get starts the
+// cluster, which lives as long as the binary (OLM v0.46.0's workers can
+// panic when its context is cancelled under them, so it is never
+// stopped; the process ends it).
+func TestMain(m *testing.M) {
+	if os.Getenv("OLMTEST_VERBOSE") == "1" {
+		logOut = os.Stderr
+	}
+	apiserver.SilenceLogs()
+	klog.SetOutput(logOut)
+	code := m.Run()
+	testutil.RemoveBinary()
+	os.Exit(code)
+}
+
+// get returns the cluster, starting it on first use; a cluster that
+// cannot start fails the test (this tier is never skipped).
+func get(t testing.TB) *Cluster {
+	t.Helper()
+	once.Do(func() {
+		owner = testutil.NewMainTB("olm", func(format string, args ...interface{}) { fmt.Fprintf(logOut, format+"\n", args...) })
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					if f, ok := r.(testutil.Fatal); ok {
+						startErr = fmt.Errorf("%s", string(f))
+						return
+					}
+					panic(r)
+				}
+			}()
+			cluster, startErr = start(owner)
+		}()
+	})
+	if startErr != nil {
+		t.Fatalf("starting kube-apiserver and OLM: %v", startErr)
+	}
+	return cluster
+}
+
+func start(tb *testutil.MainTB) (*Cluster, error) {
+	begin := time.Now()
+	etcdCfg := testserver.NewTestConfig(tb)
+	testserver.RunEtcd(tb, etcdCfg)
+	storage := storagebackend.NewDefaultConfig("/olmtest", nil)
+	storage.Transport.ServerList = []string{etcdCfg.ListenClientUrls[0].String()}
+	srv := kubeapiservertesting.StartTestServerOrDie(tb, nil, []string{"--authorization-mode=RBAC"}, storage)
+
+	cfg := rest.CopyConfig(srv.ClientConfig)
+	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
+	c := &Cluster{Config: cfg}
+	var err error
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.OLM, err = versioned.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Ext, err = apiextclient.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Kubeconfig, err = testutil.WriteKubeconfig(cfg, tb.TempDir()); err != nil {
+		return nil, err
+	}
+	// OLM's CRDs, as its manifests install them.
+	for _, crd := range []*apiextv1.CustomResourceDefinition{olmcrds.ClusterServiceVersion(), olmcrds.OperatorGroup(), olmcrds.OperatorCondition(),
+		olmcrds.Subscription(), olmcrds.InstallPlan(), olmcrds.CatalogSource(), olmcrds.Operator(), olmcrds.OLMConfig()} {
+		if err := c.installCRD(crd); err != nil {
+			return nil, err
+		}
+	}
+	ctx := context.Background()
+	if err := c.startOLM(ctx); err != nil {
+		return nil, err
+	}
+	go standIn(ctx, c.Kube)
+	c.Started = time.Since(begin)
+	return c, nil
+}
+
+// installCRD creates a CRD and waits until its resources answer.
+func (c *Cluster) installCRD(crd *apiextv1.CustomResourceDefinition) error {
+	ctx := context.Background()
+	if _, err := c.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := c.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextv1.Established && cond.Status == apiextv1.ConditionTrue {
+				for _, v := range got.Spec.Versions {
+					if !v.Served {
+						continue
+					}
+					gvr := crdGVR(got, v.Name)
+					var err error
+					if got.Spec.Scope == apiextv1.NamespaceScoped {
+						_, err = c.Dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
+					} else {
+						_, err = c.Dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+					}
+					if err != nil {
+						return false, nil
+					}
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// startOLM runs OLM's olm-operator and its OperatorCondition controllers as
+// cmd/olm/main.go and cmd/olm/manager.go (OLM v0.46.0) set them up:
+// olm.NewOperator with the same clients (the operator client through the
+// validating round tripper that refuses objects without OLM's labels), and
+// NewOperatorConditionReconciler and NewOperatorConditionGeneratorReconciler
+// on a controller-runtime manager.
+func (c *Cluster) startOLM(ctx context.Context) error {
+	logger := logrus.New()
+	logger.SetOutput(logOut)
+	logrus.SetOutput(logOut) // some of OLM logs through logrus's global logger
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		return err
+	}
+	if err := operators.AddToScheme(scheme); err != nil {
+		return err
+	}
+	ctrl.SetLogger(logr.Discard())
+	skip := true
+	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: &skip}})
+	if err != nil {
+		return fmt.Errorf("controller manager: %w", err)
+	}
+	ocr, err := operators.NewOperatorConditionReconciler(mgr.GetClient(), ctrl.Log.WithName("operatorcondition"), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	if err := ocr.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	ocg, err := operators.NewOperatorConditionGeneratorReconciler(mgr.GetClient(), ctrl.Log.WithName("operatorcondition-generator"), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	if err := ocg.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(logOut, "controller manager ended: %v\n", err)
+		}
+	}()
+
+	validating := validatingroundtripper.Wrap(c.Config, mgr.GetScheme())
+	opClient, err := operatorclient.NewClientFromRestConfig(validating)
+	if err != nil {
+		return err
+	}
+	crClient, err := versioned.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	metadataClient, err := metadata.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	op, err := olmoperator.NewOperator(ctx,
+		olmoperator.WithLogger(logger),
+		olmoperator.WithWatchedNamespaces(metav1.NamespaceAll),
+		olmoperator.WithResyncPeriod(queueinformer.ResyncWithJitter(5*time.Minute, 0.2)),
+		olmoperator.WithExternalClient(crClient),
+		olmoperator.WithMetadataClient(metadataClient),
+		olmoperator.WithOperatorClient(opClient),
+		olmoperator.WithRestConfig(validating),
+		olmoperator.WithOpenshiftConfigAPIExists(false),
+	)
+	if err != nil {
+		return fmt.Errorf("olm.NewOperator: %w", err)
+	}
+	op.Run(ctx)
+	select {
+	case <-op.Ready():
+	case <-time.After(2 * time.Minute):
+		return fmt.Errorf("OLM was not ready after 2 minutes")
+	}
+	return nil
+}
+
+// namespace creates a namespace of its own for a test, with an
+// OperatorGroup targeting it (a CSV installs only in a namespace that has
+// one).
+func (c *Cluster) namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	og := &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: "og", Namespace: ns.Name},
+		Spec: operatorsv1.OperatorGroupSpec{TargetNamespaces: []string{ns.Name}}}
+	if _, err := c.OLM.OperatorsV1().OperatorGroups(ns.Name).Create(ctx, og, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func crdGVR(crd *apiextv1.CustomResourceDefinition, version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
+}
