@@ -128,7 +128,9 @@ func TestGate(t *testing.T) {
 		{name: "fresh False", src: src, obs: Observation{Exists: true, Generation: 3, Conditions: []Condition{up("False", gen(3))}}, olm: Block, strict: Block, naive: Block},
 		{name: "fresh Unknown", src: src, obs: Observation{Exists: true, Generation: 3, Conditions: []Condition{up("Unknown", gen(3))}}, olm: Allow, strict: Block, naive: Allow},
 		{name: "True without any observedGeneration", src: src, obs: Observation{Exists: true, Generation: 1, Conditions: []Condition{up("True", nil)}}, olm: Block, strict: Block, naive: Allow, reason: "observedGeneration absent"},
-		{name: "status-wide observedGeneration", src: src, obs: Observation{Exists: true, Generation: 4, StatusObservedGeneration: gen(4), Conditions: []Condition{up("True", nil)}}, olm: Allow, strict: Allow, naive: Allow},
+		// Issue 18, item 2: olm is OLM's comparison, the condition's own
+		// observedGeneration; strict takes status.observedGeneration.
+		{name: "status-wide observedGeneration", src: src, obs: Observation{Exists: true, Generation: 4, StatusObservedGeneration: gen(4), Conditions: []Condition{up("True", nil)}}, olm: Block, strict: Allow, naive: Allow, reason: "OLM does not read status.observedGeneration"},
 		{name: "the condition's own field wins over status", src: src, obs: Observation{Exists: true, Generation: 4, StatusObservedGeneration: gen(4), Conditions: []Condition{up("True", gen(3))}}, olm: Block, strict: Block, naive: Allow},
 		// operator-lifecycle-manager operatorconditions.go isOperatorUpgradeable: c.ObservedGeneration != cond.ObjectMeta.Generation
 		{name: "future observedGeneration fails OLM's != check", src: src, obs: Observation{Exists: true, Generation: 4, Conditions: []Condition{up("True", gen(9))}}, olm: Block, strict: Block, naive: Allow},
@@ -198,4 +200,18 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed %s into %s", s.Marshal(), again.Marshal())
 		}
 	})
+}
+
+// TestOLMPolicyIsOLMsComparison is issue 18, item 2: the olm policy is
+// isOperatorUpgradeable's comparison of the condition's own
+// observedGeneration (an absent one is metav1.Condition's 0), so
+// status.observedGeneration does not open it; strict, the contract's
+// policy, reads it.
+func TestOLMPolicyIsOLMsComparison(t *testing.T) {
+	src := &v1alpha1.StatusSource{APIVersion: "cool.operators.corp/v1beta1", Kind: "CoolOperator", Name: "cool-operator"}
+	o := Observation{Exists: true, Generation: 7, StatusObservedGeneration: gen(7), Conditions: []Condition{{Type: ConditionUpgradeable, Status: StatusTrue}}}
+	d := Gate(PolicyOLM, src, o)
+	assert.Equal(t, Block, d.Verdict, d.Reason)
+	assert.Contains(t, d.Reason, "OLM reads it as 0")
+	assert.Equal(t, Allow, Gate(PolicyStrict, src, o).Verdict)
 }

@@ -317,10 +317,10 @@ func Decide(p Policy, src *v1alpha1.StatusSource, cr, oc Observation, req Reques
 //  4. status False blocks;
 //  5. absent, Unknown or True allows.
 //
-// For a status source, the condition's observedGeneration falls back to
-// status.observedGeneration (the contract's extension; OLM's
-// metav1.Condition reads an absent one as 0, which never equals a
-// generation, so both block).
+// PolicyOLM reads only the condition's own observedGeneration, as OLM
+// does (metav1.Condition reads an absent one as 0, which equals no
+// generation: it blocks). PolicyStrict lets it fall back to
+// status.observedGeneration (the contract's extension).
 func Gate(p Policy, src *v1alpha1.StatusSource, o Observation) Decision {
 	if !o.Exists {
 		if src != nil && src.Absent() == v1alpha1.WhenAbsentBlock {
@@ -438,13 +438,24 @@ func gateOne(p Policy, o Observation, t string, c *Condition) (Decision, bool) {
 			return Decision{Block, state}, false
 		}
 		return Decision{Allow, fmt.Sprintf("%s (%s)", state, gen)}, true
-	default: // PolicyOLM: observedGeneration != generation blocks
-		switch o.Freshness(c) {
-		case Outdated:
-			return Decision{Block, fmt.Sprintf("%s is outdated (%s)", state, gen)}, false
-		case Future:
-			return Decision{Block, fmt.Sprintf("%s is outdated: from the future (%s)", state, gen)}, false
+	default: // PolicyOLM: the condition's own observedGeneration != generation blocks
+		own := fmt.Sprintf("observedGeneration %s, generation %d", FormatGeneration(c.ObservedGeneration), o.Generation)
+		switch {
+		case c.ObservedGeneration == nil:
+			// metav1.Condition reads an absent observedGeneration as 0,
+			// which equals no generation: OLM blocks, whatever
+			// status.observedGeneration says.
+			why := ""
+			if o.StatusObservedGeneration != nil {
+				why = fmt.Sprintf("; OLM does not read status.observedGeneration (%d)", *o.StatusObservedGeneration)
+			}
+			return Decision{Block, fmt.Sprintf("%s is outdated (%s: OLM reads it as 0%s)", state, own, why)}, false
+		case *c.ObservedGeneration < o.Generation:
+			return Decision{Block, fmt.Sprintf("%s is outdated (%s)", state, own)}, false
+		case *c.ObservedGeneration > o.Generation:
+			return Decision{Block, fmt.Sprintf("%s is outdated: from the future (%s)", state, own)}, false
 		}
+		gen = own
 		if c.Status == StatusFalse {
 			return Decision{Block, state}, false
 		}

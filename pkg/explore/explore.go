@@ -508,17 +508,6 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 		b = append(b, []byte(s.Report.Status + " ")[0])
 		rel(s.Report.ObservedGeneration)
 	}
-	for i := range cfg.Policies {
-		gens := s.PendingGenerations(i)
-		for j := range gens {
-			gens[j] -= g
-		}
-		sort.Slice(gens, func(x, y int) bool { return gens[x] < gens[y] })
-		b = append(b, 'p')
-		for _, x := range gens {
-			b = binary.AppendVarint(b, x)
-		}
-	}
 	rel(a.observed)
 	flag(a.migrating)
 	b = binary.AppendVarint(b, a.answered)

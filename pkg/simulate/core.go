@@ -61,17 +61,6 @@ func (c *Config) mode() v1alpha1.HandshakeMode { return c.Source.Mode() }
 
 func (c *Config) request() *v1alpha1.HandshakeRequest { return c.Source.Request() }
 
-// pendingSize bounds the approvals awaiting the operator's next report per
-// policy; older ones are forgotten (documented in README's limits).
-const pendingSize = 8
-
-type pending struct {
-	gen  int64
-	step int
-	line int
-	used bool
-}
-
 // Report is the operator's last status report on the CR.
 type Report struct {
 	made bool
@@ -104,9 +93,6 @@ type State struct {
 	Acked    bool
 	Report   Report
 	Upgraded bool
-	// pending approvals per policy (index in Config.Policies), awaiting
-	// the operator's first report for the generation they were made at.
-	Pending [contract.NumPolicies][pendingSize]pending
 	// Lag is what the primary policy said since OLM's last check, in
 	// recorded input.
 	Lag Lag
@@ -137,18 +123,6 @@ func (l Lag) had(v contract.Verdict) bool {
 // Request is the handshake's standing request, as the gate reads it.
 func (s *State) Request() contract.Request {
 	return contract.Request{Standing: s.Requested, Token: s.Token, Value: s.TokenValue, Generation: s.ReqGen}
-}
-
-// PendingGenerations lists, for policy index i, the generations of the
-// approvals still waiting for the operator's first report on them.
-func (s *State) PendingGenerations(i int) []int64 {
-	var out []int64
-	for _, pe := range s.Pending[i] {
-		if pe.used {
-			out = append(out, pe.gen)
-		}
-	}
-	return out
 }
 
 // Made reports whether the operator has reported, and with what status
@@ -352,7 +326,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 			d := gate(cfg, &s, p)
 			out.Verdicts[i] = d
 			if d.Verdict == contract.Allow && (st.Verb == v1alpha1.VerbCheck || st.Verb == v1alpha1.VerbUpgrade || cfg.Continuous) {
-				s = approved(cfg, s, st, i, p, d, v)
+				approved(cfg, s, st, p, d, v)
 			}
 			if st.Verb == v1alpha1.VerbUpgrade && d.Verdict == contract.Block {
 				*v = append(*v, violation(RuleUpgradeWhileBlocked, p, st, s.Steps, s,
@@ -571,23 +545,6 @@ func afterStatus(cfg *Config, s State, st Step, v *[]Violation) State {
 			s.Acked = true
 		}
 	}
-	if r.HasOG {
-		for i := range cfg.Policies {
-			for j := range s.Pending[i] {
-				pe := &s.Pending[i][j]
-				if !pe.used || pe.gen != r.ObservedGeneration {
-					continue
-				}
-				if r.Status == contract.StatusFalse {
-					msg := fmt.Sprintf("the gate allowed at step %d, generation %d, but the operator's first report for generation %d, at step %d, is Upgradeable=False", pe.step, pe.gen, pe.gen, s.Steps)
-					viol := violation(RuleUnsafeApproval, cfg.Policies[i], st, pe.step, s, msg)
-					viol.Line = pe.line
-					*v = append(*v, viol)
-				}
-				pe.used = false
-			}
-		}
-	}
 	s.Report = r
 	return s
 }
@@ -614,59 +571,37 @@ func answers(cfg *Config, s State, r Report) bool {
 	return s.Steps > s.ReqStep
 }
 
-// approved records an Allow: unsafe when the condition in hand is not a
-// fresh True (and no standing acknowledgement covers it), and pending
-// until the operator's first report for this generation tells whether it
-// was about to say False.
-func approved(cfg *Config, s State, st Step, i int, p contract.Policy, d contract.Decision, v *[]Violation) State {
-	if strings.HasPrefix(d.Reason, contract.OverridePrefix) {
-		return s // an admin decided; that is not the gate's information
+// approved judges an Allow (docs/contract.md section 9): it is unsafe
+// when it rests on information that is not a fresh True of the status
+// source. Where the gate reads a copy (the OperatorCondition), that is the
+// copy allowing while the source is not a fresh True. An admin's override
+// is not the gate's information, and a standing RequestAck acknowledgement
+// covers the report it answered.
+func approved(cfg *Config, s State, st Step, p contract.Policy, d contract.Decision, v *[]Violation) {
+	if strings.HasPrefix(d.Reason, contract.OverridePrefix) || !s.CR.Exists {
+		return
 	}
-	if cfg.mode() == v1alpha1.HandshakeOperatorCondition {
-		if s.OC.Exists {
-			c := contract.Find(s.OC.Conditions, contract.ConditionUpgradeable)
-			if c == nil || c.Status != contract.StatusTrue || c.ObservedGeneration == nil || *c.ObservedGeneration != s.OC.Generation {
-				oc := contract.Observation{Generation: s.OC.Generation}
-				*v = append(*v, violation(RuleUnsafeApproval, p, st, s.Steps, s,
-					fmt.Sprintf("the %s gate allowed on the OperatorCondition's %s, which is not a fresh Upgradeable=True", p, contract.DescribeCondition(c, oc))))
-				return s // reported; no need to wait for the operator's word
+	if cfg.mode() == v1alpha1.HandshakeRequestAck && s.Acked {
+		return
+	}
+	obs := observation(cfg, &s)
+	for _, t := range cfg.Source.ConditionTypes() {
+		c := contract.Find(s.CR.Conditions, t)
+		if c != nil && c.Status == contract.StatusTrue && obs.Freshness(c) == contract.Fresh {
+			continue
+		}
+		msg := fmt.Sprintf("the %s gate allowed on %s, which is not a fresh %s=True", p, contract.DescribeCondition(c, obs), t)
+		if cfg.mode() == v1alpha1.HandshakeOperatorCondition {
+			var oc *contract.Condition
+			if s.OC.Exists {
+				oc = contract.Find(s.OC.Conditions, contract.ConditionUpgradeable)
 			}
+			msg = fmt.Sprintf("the %s gate allowed on the OperatorCondition's %s, but the status source's %s is not a fresh %s=True",
+				p, contract.DescribeCondition(oc, contract.Observation{Generation: s.OC.Generation}), contract.DescribeCondition(c, obs), t)
 		}
-	} else if s.CR.Exists {
-		obs := observation(cfg, &s)
-		for _, t := range cfg.Source.ConditionTypes() {
-			c := contract.Find(s.CR.Conditions, t)
-			fresh := c != nil && c.Status == contract.StatusTrue && obs.Freshness(c) == contract.Fresh
-			if !fresh && !(cfg.mode() == v1alpha1.HandshakeRequestAck && s.Acked) {
-				*v = append(*v, violation(RuleUnsafeApproval, p, st, s.Steps, s,
-					fmt.Sprintf("the %s gate allowed on %s, which is not a fresh %s=True", p, contract.DescribeCondition(c, obs), t)))
-				return s
-			}
-		}
+		*v = append(*v, violation(RuleUnsafeApproval, p, st, s.Steps, s, msg))
+		return
 	}
-	if !s.CR.Exists {
-		return s
-	}
-	gen := s.CR.Generation
-	slot := -1
-	for j, pe := range s.Pending[i] {
-		if pe.used && pe.gen == gen {
-			return s // the earliest approval for this generation stands
-		}
-		if !pe.used && slot < 0 {
-			slot = j
-		}
-	}
-	if slot < 0 { // full: forget the oldest generation
-		slot = 0
-		for j, pe := range s.Pending[i] {
-			if pe.gen < s.Pending[i][slot].gen {
-				slot = j
-			}
-		}
-	}
-	s.Pending[i][slot] = pending{gen: gen, step: s.Steps, line: st.Line, used: true}
-	return s
 }
 
 func mismatch(cfg *Config, st Step, s State, before Object) Violation {

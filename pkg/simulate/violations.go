@@ -33,7 +33,7 @@ type Kind struct {
 // Kinds is the registry of violations, in the contract's order.
 func Kinds() []Kind {
 	return []Kind{
-		{RuleUnsafeApproval, result.Error, "The gate allowed (at a check or an upgrade) although the condition in hand was not a fresh True, or the operator's first report for that generation, made at or after the approval, is False.",
+		{RuleUnsafeApproval, result.Error, "The gate allowed (at a check or an upgrade) on information that is not a fresh True of the status source; where the gate reads the OperatorCondition, its copy allowed while the status source's condition was not a fresh True.",
 			"Gate on a fresh Upgradeable=True only: keep observedGeneration on every condition and never approve an outdated one (OLM since operator-lifecycle-manager PR 2160).", true},
 		{RuleUpgradeWhileBlocked, result.Error, "An upgrade step happened while the policy's verdict was Block: the check and the replacement are separate steps, and something changed in between.",
 			"Use a handshake (RequestAck with a spec request, or an annotation request with an ack status path) so that the operator defers new work once it has said True.", true},

@@ -243,10 +243,21 @@ func checkConditionsSchema(ctx *Context) []Issue {
 
 func checkObservedGeneration(ctx *Context) []Issue {
 	r := ctx.probed()
-	if r == nil || r.statusRefused != nil || !r.conditionsKept || r.observedGenerationKept {
+	if r == nil || r.statusRefused != nil || !r.conditionsKept || r.conditionOGKept {
 		return nil
 	}
-	return []Issue{atKey(ctx.CRD.Doc, ctx.schemaAt("status.conditions[0].observedGeneration"),
+	where := ctx.schemaAt("status.conditions[0].observedGeneration")
+	if r.statusOGKept {
+		// OLM's isOperatorUpgradeable compares the condition's own
+		// observedGeneration (metav1.Condition: absent reads as 0) with
+		// the generation (operatorconditions.go); status.observedGeneration
+		// is the contract's extension, which only the strict policy reads.
+		is := atKey(ctx.CRD.Doc, where,
+			"%s keeps status.observedGeneration but not the condition's observedGeneration: version %s of CRD %s prunes it, and OLM's gate compares the condition's own observedGeneration (absent reads as 0), so it would never open on such a condition; only the strict policy reads status.observedGeneration", statusWriteText, ctx.Version.Name, ctx.CRD.Name())
+		is.Severity = sev(result.Warning)
+		return []Issue{is}
+	}
+	return []Issue{atKey(ctx.CRD.Doc, where,
 		"%s comes back with neither the condition's observedGeneration nor status.observedGeneration: version %s of CRD %s prunes both, so an outdated Upgradeable=True cannot be told from a fresh one", statusWriteText, ctx.Version.Name, ctx.CRD.Name())}
 }
 

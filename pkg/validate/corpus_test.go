@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +99,48 @@ func TestCorpusWithStatusSource(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, adopted, 8, "the corpus has at least 8 bundles whose initialization resource is an owned CR")
 	goldenFile(t, "corpus-with-status-source.txt", out.String())
+}
+
+// TestCorpusEveryOwnedKind adopts, in turn, every kind each real bundle
+// owns (the first version it lists) as the status source, and pins which
+// of the rules about the conditions and their observedGeneration fire,
+// with their severities: what validate would tell each operator that
+// chose that kind.
+func TestCorpusEveryOwnedKind(t *testing.T) {
+	dirs := testutil.CorpusBundles(t)
+	t.Chdir(testutil.CorpusDir(t))
+	var out bytes.Buffer
+	kinds := 0
+	for _, d := range dirs {
+		name := filepath.Base(d)
+		b, err := bundle.Load(name, bundle.Options{})
+		require.NoError(t, err)
+		csv := b.CSV()
+		require.NotNil(t, csv, name)
+		for _, k := range bundle.OwnedKinds(csv.Obj) {
+			src := &v1alpha1.StatusSource{APIVersion: k.Group + "/" + k.Versions[0], Kind: k.Kind, Name: "example"}
+			csv.Obj.Annotations[v1alpha1.AnnotationKey] = src.Marshal()
+			res := Check(b, Options{})
+			kinds++
+			var fired []string
+			seen := map[string]bool{}
+			for _, f := range res.Findings {
+				if !strings.HasPrefix(f.Rule, "conditions-") && f.Rule != "status-subresource-disabled" && f.Rule != "status-write-rejected" {
+					continue
+				}
+				tag := fmt.Sprintf("%s(%s)", f.Rule, f.Severity)
+				if !seen[tag] {
+					seen[tag] = true
+					fired = append(fired, tag)
+				}
+			}
+			sort.Strings(fired)
+			if len(fired) == 0 {
+				fired = []string{"clean"}
+			}
+			fmt.Fprintf(&out, "%s %s.%s/%s: %s\n", name, k.Kind, k.Group, k.Versions[0], strings.Join(fired, " "))
+		}
+	}
+	assert.Greater(t, kinds, 50, "the corpus owns many kinds")
+	goldenFile(t, "corpus-every-owned-kind.txt", out.String())
 }

@@ -109,8 +109,8 @@ var fixtures = []fixture{
 			{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""},
 			{crdFile, "              observedGeneration:\n                type: integer\n                format: int64\n", ""},
 		}},
-	{rule: "conditions-observedgeneration-missing", pass: true, comment: "only status.observedGeneration, as Strimzi does",
-		edits: []edit{{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""}}},
+	{rule: "conditions-observedgeneration-missing", pass: true, comment: "only the condition's observedGeneration (metav1.Condition), no status.observedGeneration",
+		edits: []edit{{crdFile, "              observedGeneration:\n                type: integer\n                format: int64\n", ""}}},
 
 	{rule: "conditions-list-type", comment: "an atomic conditions list",
 		edits: []edit{{crdFile, "                x-kubernetes-list-type: map\n                x-kubernetes-list-map-keys:\n                - type\n", "                x-kubernetes-list-type: atomic\n"}}},

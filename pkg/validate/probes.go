@@ -46,9 +46,10 @@ type probeResults struct {
 	// anyConditions: a value for status.conditions that is not a list of
 	// conditions was accepted and kept: the schema constrains nothing.
 	anyConditions bool
-	// observedGenerationKept: the condition's, or status's,
-	// observedGeneration came back.
-	observedGenerationKept bool
+	// conditionOGKept and statusOGKept: the condition's own
+	// observedGeneration, and status.observedGeneration, survive the
+	// status write.
+	conditionOGKept, statusOGKept bool
 	// duplicatesAccepted: two conditions of one type were accepted.
 	duplicatesAccepted bool
 	// ackKept: the echoed token at ack.statusPath came back.
@@ -202,9 +203,8 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 		conds, _ := st["conditions"].([]interface{})
 		r.conditionsKept = len(conds) == len(src.ConditionTypes())
 		if c := findCondition(conds, src.ConditionTypes()[0]); c != nil {
-			_, condOG := c["observedGeneration"]
-			_, statusOG := st["observedGeneration"]
-			r.observedGenerationKept = condOG || statusOG
+			_, r.conditionOGKept = c["observedGeneration"]
+			_, r.statusOGKept = st["observedGeneration"]
 		}
 		if ackPath != nil {
 			v, ok, _ := unstructured.NestedFieldNoCopy(st, ackPath[1:]...)

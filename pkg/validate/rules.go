@@ -107,8 +107,8 @@ func Rules() []Rule {
 		{
 			ID:          "conditions-observedgeneration-missing",
 			Severity:    result.Error,
-			Summary:     "A status write comes back with neither the condition's observedGeneration nor status.observedGeneration (the apiserver prunes both), so an outdated condition cannot be told from a fresh one.",
-			Remediation: "Use metav1.Condition, which has observedGeneration, or add status.observedGeneration (type: integer, format: int64) and set it on every status write.",
+			Summary:     "A status write comes back with neither the condition's observedGeneration nor status.observedGeneration (the apiserver prunes both), so an outdated condition cannot be told from a fresh one; a warning when only status.observedGeneration is kept, since OLM's gate compares the condition's own observedGeneration and would never open.",
+			Remediation: "Use metav1.Condition, which has observedGeneration, and set it on every status write (status.observedGeneration alone satisfies only the strict policy).",
 			Check:       checkObservedGeneration,
 		},
 		{

@@ -278,3 +278,22 @@ func TestFieldNamesThePosition(t *testing.T) {
 	}
 	assert.Greater(t, checked, 15)
 }
+
+// TestObservedGenerationOnlyInStatusIsAWarning is issue 18, item 2: a CRD
+// that keeps status.observedGeneration but prunes the condition's (as
+// Strimzi's do) is not silence: OLM's gate compares the condition's own
+// observedGeneration and would never open, so it is a warning.
+func TestObservedGenerationOnlyInStatusIsAWarning(t *testing.T) {
+	f := fixture{rule: "conditions-observedgeneration-missing", comment: "only status.observedGeneration",
+		edits: []edit{{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""}}}
+	dir := t.TempDir()
+	materialize(t, f, dir)
+	res := Path(dir, Options{}, bundle.Options{})
+	require.Empty(t, res.Errors)
+	require.Len(t, res.Findings, 1, "%+v", res.Findings)
+	fd := res.Findings[0]
+	assert.Equal(t, "conditions-observedgeneration-missing", fd.Rule)
+	assert.Equal(t, result.Warning, fd.Severity)
+	assert.Contains(t, fd.Message, "would never open")
+	assert.NotZero(t, fd.Line)
+}

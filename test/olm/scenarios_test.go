@@ -139,12 +139,14 @@ func TestPoint6HeldAndReleased(t *testing.T) {
 	s := w.simulate(rec.Trace)
 	agreesWithOLM(t, s, recording)
 	assert.False(t, s.has(simulate.RuleUpgradeWhileBlocked), "the upgrade came after a fresh True: %v", s.violations())
-	// The one finding is the handshake's flaw the contract names: right
-	// after the spec change OLM's copy still said True, fresh for the
-	// OperatorCondition, while the CR had moved on.
+	// The one finding is the handshake's flaw the contract names: after
+	// the spec change (step 1) and the operator's False (step 2), OLM's
+	// copy still said True, fresh for the OperatorCondition, while the CR
+	// had moved on; from step 3 the operator's mirror closes the window.
+	require.NotEmpty(t, s.summary.Violations)
 	for _, v := range s.summary.Violations {
 		assert.Equal(t, simulate.RuleUnsafeApproval, v.Rule, "%s at step %d: %s", v.Rule, v.Step, v.Message)
-		assert.Equal(t, 1, v.Step, "at the user's spec change")
+		assert.Contains(t, []int{1, 2}, v.Step, "before the mirror: %s\n%s", v.Message, recording)
 	}
 }
 
@@ -208,15 +210,12 @@ func TestPoint2OperatorConditionDeletedAndMadeAgain(t *testing.T) {
 	s := w.simulate(rec.Trace)
 	agreesWithOLM(t, s, recording)
 	// The model's OperatorCondition kept up (no finding from a copy a
-	// generation behind, "from the future"): what the replay reports is
-	// the admin's delete letting the upgrade through. The olm and naive
-	// gates allowed on an empty OperatorCondition, as OLM did, at the
-	// commit and at the replacement; the strict gate, which wants a
-	// condition, blocked.
-	assert.ElementsMatch(t, []string{
-		"unsafe-approval[olm]", "unsafe-approval[naive]", // the commit
-		"unsafe-approval[olm]", "unsafe-approval[naive]", "upgrade-while-blocked[strict]", // the replacement
-	}, s.violations(), "%s\n%s", recording, s.out)
+	// generation behind, "from the future"). The olm and naive gates
+	// allowed on the empty OperatorCondition, as OLM did; the CR's own
+	// Upgradeable was a fresh True (the operator wrote its False only
+	// into the OperatorCondition), so that was no unsafe approval. The
+	// strict gate, which wants a condition, blocked the replacement.
+	assert.Equal(t, []string{"upgrade-while-blocked[strict]"}, s.violations(), "%s\n%s", recording, s.out)
 	for _, v := range s.summary.Violations {
 		assert.NotContains(t, v.Message, "future")
 		assert.NotEqual(t, simulate.RuleGenerationModelMismatch, v.Rule)

@@ -1,0 +1,96 @@
+package simulate
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/pkg/trace"
+)
+
+// Issue 18's wrong answers, each a test named after it.
+
+const traceHead = `apiVersion: statuscheck.operatorframework.io/v1alpha1
+kind: StatusTrace
+metadata: {name: t}
+`
+
+// violationTags lists RULE[POLICY]@STEP of a summary.
+func violationTags(s *Summary) []string {
+	var out []string
+	for _, v := range s.Violations {
+		tag := v.Rule
+		if v.Policy != "" {
+			tag += "[" + string(v.Policy) + "]"
+		}
+		out = append(out, tag+"@"+strconv.Itoa(v.Step))
+	}
+	return out
+}
+
+// TestUnsafeApprovalAgainstAFreshTrue is item 1: an approval is unsafe
+// when it rests on what is not a fresh True of the status source (where
+// the gate reads the OperatorCondition, a copy that allows while the
+// source is not a fresh True); a True that later turns False for the same
+// generation was fresh when the gate allowed.
+func TestUnsafeApprovalAgainstAFreshTrue(t *testing.T) {
+	const initial = `initial:
+  apiVersion: cool.operators.corp/v1beta1
+  kind: CoolOperator
+  metadata: {name: cool-operator, generation: 1}
+  spec: {storageLayer: PostgreSQL}
+`
+	const (
+		true1  = `- {actor: operator, updateStatus: {conditions: [{type: Upgradeable, status: "True", reason: Idle, message: "", lastTransitionTime: "2024-01-01T00:00:00Z", observedGeneration: 1}]}}` + "\n"
+		false1 = `- {actor: operator, updateStatus: {conditions: [{type: Upgradeable, status: "False", reason: Busy, message: "", lastTransitionTime: "2024-01-01T00:00:00Z", observedGeneration: 1}]}}` + "\n"
+		spec   = `- {actor: user, update: {spec: {storageLayer: MariaDB}}}` + "\n"
+		check  = `- {actor: olm, check: {}}` + "\n"
+		mirror = `- {actor: operator, target: OperatorCondition, update: {spec: {conditions: [{type: Upgradeable, status: "True", reason: Idle, message: "", lastTransitionTime: "2024-01-01T00:00:00Z"}]}}}` + "\n"
+		copyOC = `- {actor: olm, target: OperatorCondition, updateStatus: null}` + "\n"
+		ocMode = `statusSource: {apiVersion: cool.operators.corp/v1beta1, kind: CoolOperator, name: cool-operator, handshake: {mode: OperatorCondition}}` + "\n"
+	)
+	for _, tc := range []struct {
+		name   string
+		header string
+		steps  string
+		want   []string
+	}{
+		{
+			name:  "a fresh True that turns False for the same generation",
+			steps: true1 + check + false1,
+			want:  nil,
+		},
+		{
+			name:  "an outdated True: only naive allows, and that is unsafe",
+			steps: true1 + spec + check,
+			want:  []string{"unsafe-approval[naive]@3"},
+		},
+		{
+			name:   "OperatorCondition: the copy fresh, the source outdated",
+			header: ocMode,
+			steps:  true1 + mirror + copyOC + spec + check,
+			want:   []string{"unsafe-approval[olm]@5", "unsafe-approval[strict]@5", "unsafe-approval[naive]@5"},
+		},
+		{
+			name:   "OperatorCondition: an empty copy allows, the source is a fresh True",
+			header: ocMode,
+			steps:  true1 + check,
+			want:   nil,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, _, err := replayString(t, "t.yaml", traceHead+tc.header+initial+"steps:\n"+tc.steps, trace.OpenOptions{Limits: trace.DefaultLimits})
+			require.NoError(t, err)
+			var got []string
+			for _, tag := range violationTags(sum) {
+				if strings.HasPrefix(tag, RuleUnsafeApproval) {
+					got = append(got, tag)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
