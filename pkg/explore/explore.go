@@ -508,6 +508,9 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 		b = append(b, []byte(s.Report.Status + " ")[0])
 		rel(s.Report.ObservedGeneration)
 	}
+	for i := range cfg.Policies {
+		b = append(b, []byte(string(s.Checked[i].Verdict) + " ")[0])
+	}
 	rel(a.observed)
 	flag(a.migrating)
 	b = binary.AppendVarint(b, a.answered)

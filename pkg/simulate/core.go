@@ -96,7 +96,28 @@ type State struct {
 	// Lag is what the primary policy said since OLM's last check, in
 	// recorded input.
 	Lag Lag
+	// Checked is each policy's verdict (index in Config.Policies) at
+	// OLM's last check since the last upgrade, and the step ("" and 0:
+	// none), which tells a race from an upgrade round the gate.
+	Checked [contract.NumPolicies]LastCheck
 }
+
+// LastCheck is a policy's verdict at OLM's last check.
+type LastCheck struct {
+	Verdict contract.Verdict
+	Step    int
+}
+
+// Kinds of upgrade-while-blocked (Violation.Kind).
+const (
+	// KindRace: the policy's last check allowed, and something changed
+	// between it and the replacement.
+	KindRace = "race"
+	// KindRoundTheGate: the policy's last check blocked, or it never
+	// checked: the upgrade went round the gate (possible in a recording
+	// of OLM, impossible under the policy).
+	KindRoundTheGate = "round-the-gate"
+)
 
 // Lag holds the primary policy's verdicts at the states a recording passed
 // through since OLM's last check. OLM decides on what its informers hold
@@ -329,8 +350,22 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 				approved(cfg, s, st, p, d, v)
 			}
 			if st.Verb == v1alpha1.VerbUpgrade && d.Verdict == contract.Block {
-				*v = append(*v, violation(RuleUpgradeWhileBlocked, p, st, s.Steps, s,
-					fmt.Sprintf("the operator was replaced while the %s gate blocked: %s", p, d.Reason)))
+				viol := violation(RuleUpgradeWhileBlocked, p, st, s.Steps, s, "")
+				switch last := s.Checked[i]; {
+				case last.Verdict == contract.Allow:
+					viol.Kind = KindRace
+					viol.Message = fmt.Sprintf("the operator was replaced while the %s gate blocked (a race: its check at step %d allowed, and the state changed before the replacement): %s", p, last.Step, d.Reason)
+				case last.Verdict == contract.Block:
+					viol.Kind = KindRoundTheGate
+					viol.Message = fmt.Sprintf("the operator was replaced while the %s gate blocked (round the gate: its last check, at step %d, blocked too): %s", p, last.Step, d.Reason)
+				default:
+					viol.Kind = KindRoundTheGate
+					viol.Message = fmt.Sprintf("the operator was replaced while the %s gate blocked (round the gate: it was never checked): %s", p, d.Reason)
+				}
+				*v = append(*v, viol)
+			}
+			if st.Verb == v1alpha1.VerbCheck {
+				s.Checked[i] = LastCheck{Verdict: d.Verdict, Step: s.Steps}
 			}
 			if st.Verb == v1alpha1.VerbCheck && st.Expect != "" && p == cfg.Primary && d.Verdict != st.Expect && !(cfg.Continuous && s.Lag.had(st.Expect)) {
 				*v = append(*v, violation(RuleCheckExpectation, p, st, s.Steps, s,
@@ -356,6 +391,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		}
 		s.Upgraded = true
 		s.Requested, s.Acked = false, false
+		s.Checked = [contract.NumPolicies]LastCheck{}
 		// The replaced CSV goes, and its OperatorCondition with it (owner
 		// reference); OLM creates an empty one for the new CSV, and that
 		// is what the next upgrade's gate reads (isOperatorUpgradeable

@@ -94,3 +94,40 @@ func TestUnsafeApprovalAgainstAFreshTrue(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeWhileBlockedSaysWhichKind is item 7: where the policy's last
+// check allowed and the state changed before the replacement, the
+// upgrade-while-blocked is the race; where it blocked, or OLM never
+// checked, the upgrade went round the gate. The message and the JSON's
+// kind say which.
+func TestUpgradeWhileBlockedSaysWhichKind(t *testing.T) {
+	const initial = `initial:
+  apiVersion: cool.operators.corp/v1beta1
+  kind: CoolOperator
+  metadata: {name: cool-operator, generation: 1}
+  spec: {storageLayer: PostgreSQL}
+  status: {conditions: [{type: Upgradeable, status: "True", reason: Idle, message: "", lastTransitionTime: "2024-01-01T00:00:00Z", observedGeneration: 1}]}
+`
+	const (
+		false1  = `- {actor: operator, updateStatus: {conditions: [{type: Upgradeable, status: "False", reason: Busy, message: "", lastTransitionTime: "2024-01-01T00:00:00Z", observedGeneration: 1}]}}` + "\n"
+		check   = `- {actor: olm, check: {}}` + "\n"
+		upgrade = `- {actor: olm, upgrade: {}}` + "\n"
+	)
+	for _, tc := range []struct {
+		name, steps, kind, says string
+	}{
+		{name: "allowed, then False, then replaced", steps: check + false1 + upgrade, kind: KindRace, says: "a race: its check at step 1 allowed"},
+		{name: "False, blocked, replaced anyway", steps: false1 + check + upgrade, kind: KindRoundTheGate, says: "its last check, at step 2, blocked too"},
+		{name: "replaced without a check", steps: false1 + upgrade, kind: KindRoundTheGate, says: "it was never checked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, _, err := replayString(t, "t.yaml", traceHead+initial+"steps:\n"+tc.steps, trace.OpenOptions{Limits: trace.DefaultLimits}, "olm")
+			require.NoError(t, err)
+			require.Len(t, sum.Violations, 1, "%v", violationTags(sum))
+			v := sum.Violations[0]
+			assert.Equal(t, RuleUpgradeWhileBlocked, v.Rule)
+			assert.Equal(t, tc.kind, v.Kind)
+			assert.Contains(t, v.Message, tc.says)
+		})
+	}
+}

@@ -35,7 +35,7 @@ func Kinds() []Kind {
 	return []Kind{
 		{RuleUnsafeApproval, result.Error, "The gate allowed (at a check or an upgrade) on information that is not a fresh True of the status source; where the gate reads the OperatorCondition, its copy allowed while the status source's condition was not a fresh True.",
 			"Gate on a fresh Upgradeable=True only: keep observedGeneration on every condition and never approve an outdated one (OLM since operator-lifecycle-manager PR 2160).", true},
-		{RuleUpgradeWhileBlocked, result.Error, "An upgrade step happened while the policy's verdict was Block: the check and the replacement are separate steps, and something changed in between.",
+		{RuleUpgradeWhileBlocked, result.Error, "An upgrade step happened while the policy's verdict was Block: a race (kind race: the last check allowed, and something changed before the replacement) or an upgrade round the gate (kind round-the-gate: the last check blocked, or there was none).",
 			"Use a handshake (RequestAck with a spec request, or an annotation request with an ack status path) so that the operator defers new work once it has said True.", true},
 		{RuleFutureObservedGeneration, result.Error, "A condition's observedGeneration (or status.observedGeneration) is above metadata.generation, which no apiserver produces.",
 			"Set observedGeneration from the object the reconcile read (obj.GetGeneration()), never from a counter of your own.", false},
@@ -80,12 +80,15 @@ type Violation struct {
 	Rule     string          `json:"rule"`
 	Severity result.Severity `json:"severity"`
 	// Policy is set for violations that depend on the gate policy.
-	Policy   contract.Policy `json:"policy,omitempty"`
-	Step     int             `json:"step"`
-	File     string          `json:"file,omitempty"`
-	Line     int             `json:"line,omitempty"`
-	Message  string          `json:"message"`
-	Evidence Evidence        `json:"evidence"`
+	Policy  contract.Policy `json:"policy,omitempty"`
+	Step    int             `json:"step"`
+	File    string          `json:"file,omitempty"`
+	Line    int             `json:"line,omitempty"`
+	Message string          `json:"message"`
+	// Kind tells apart the cases of one rule: for upgrade-while-blocked,
+	// KindRace or KindRoundTheGate.
+	Kind     string   `json:"kind,omitempty"`
+	Evidence Evidence `json:"evidence"`
 }
 
 func violation(id string, p contract.Policy, st Step, step int, s State, msg string) Violation {

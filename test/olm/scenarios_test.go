@@ -274,6 +274,11 @@ func TestPoint3SpecChangeBetweenCommitAndReplacement(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"olm", "strict", "naive"}, blocked, "the race is reported under every policy: %v", s.violations())
+	for _, v := range s.summary.Violations {
+		if v.Rule == simulate.RuleUpgradeWhileBlocked {
+			assert.Equal(t, simulate.KindRace, v.Kind, v.Message)
+		}
+	}
 }
 
 // TestPoint4CRDeletedWithFinalizer: deleting a CR that has a finalizer
@@ -433,6 +438,11 @@ func TestPoint7RunningCSVGoneSkipsTheGate(t *testing.T) {
 	assert.Equal(t, []string{"check Block", "upgrade"}, got, "no check after the running CSV went:\n%s", recording)
 	s := w.simulate(rec.Trace)
 	assert.True(t, s.has(simulate.RuleUpgradeWhileBlocked), "the upgrade went round the gate: %v", s.violations())
+	for _, v := range s.summary.Violations {
+		if v.Rule == simulate.RuleUpgradeWhileBlocked {
+			assert.Equal(t, simulate.KindRoundTheGate, v.Kind, v.Message)
+		}
+	}
 }
 
 // TestPoint8ListsAtOneRevision: the recorder's three starting lists are
@@ -544,4 +554,9 @@ func TestPoint7UnsafeFailForwardSkipsTheGate(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"olm", "strict", "naive"}, blocked, "the running operator's False was gone round: %v\n%s", s.violations(), recording)
+	for _, v := range s.summary.Violations {
+		if v.Rule == simulate.RuleUpgradeWhileBlocked && v.Policy == "olm" {
+			assert.Equal(t, simulate.KindRace, v.Kind, "olm's last check was v2's commit, which allowed: %s", v.Message)
+		}
+	}
 }
