@@ -131,3 +131,53 @@ func TestUpgradeWhileBlockedSaysWhichKind(t *testing.T) {
 		})
 	}
 }
+
+// TestBadValuesInTracesAreNotCoerced is item 6: a generation that is not
+// an integer, beyond an int64 or negative in the starting object, a typo
+// in a condition's field, an unknown header field and a key given twice
+// are refused with the line (exit 2); a write that overflows generation is
+// refused as the apiserver refuses it (write-rejected).
+func TestBadValuesInTracesAreNotCoerced(t *testing.T) {
+	const ok = `- {actor: operator, updateStatus: {conditions: [{type: Upgradeable, status: "True", reason: Idle, message: "", lastTransitionTime: "2024-01-01T00:00:00Z", observedGeneration: 1}]}}`
+	mk := func(header, gen, steps string) string {
+		return traceHead + header + `initial:
+  apiVersion: cool.operators.corp/v1beta1
+  kind: CoolOperator
+  metadata: {name: cool-operator, generation: ` + gen + `}
+  spec: {storageLayer: PostgreSQL}
+steps:
+` + steps + "\n"
+	}
+	for _, tc := range []struct {
+		name    string
+		trace   string
+		wantErr string // exit 2, with this in the message
+		line    int
+		want    []string // else these violations
+	}{
+		{name: "a string generation", trace: mk("", `"abc"`, ok), wantErr: `initial.metadata.generation must be an integer, not a string ("abc")`, line: 7},
+		{name: "a fraction", trace: mk("", "1.5", ok), wantErr: "initial.metadata.generation is 1.5, not an integer", line: 7},
+		{name: "beyond an int64", trace: mk("", "99999999999999999999", ok), wantErr: "beyond an int64", line: 7},
+		{name: "a negative generation", trace: mk("", "-3", ok), wantErr: "a generation is never negative", line: 7},
+		{name: "a typo in observedGeneration", trace: mk("", "1", strings.Replace(ok, "observedGeneration", "observedGeneraton", 1)), wantErr: `unknown field "observedGeneraton" (did you mean "observedGeneration"?)`, line: 10},
+		{name: "a typo in status", trace: mk("", "1", strings.Replace(ok, "status:", "stauts:", 1)), wantErr: `unknown field "stauts" (did you mean "status"?)`, line: 10},
+		{name: "observedGeneration a string", trace: mk("", "1", strings.Replace(ok, "observedGeneration: 1", `observedGeneration: "1"`, 1)), wantErr: "observedGeneration must be an integer", line: 10},
+		{name: "an unknown header field", trace: mk("statusSubresourse: true\n", "1", ok), wantErr: `(did you mean "statusSubresource"?)`, line: 4},
+		{name: "a key given twice", trace: mk("", "1", "- {actor: operator, actor: user, updateStatus: {conditions: []}}"), wantErr: "actor is given twice", line: 10},
+		{name: "generation overflows", trace: mk("", "9223372036854775807", "- {actor: user, update: {spec: {storageLayer: MariaDB}}}"), want: []string{"write-rejected@1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, _, err := replayString(t, "t.yaml", tc.trace, trace.OpenOptions{Limits: trace.DefaultLimits}, "olm")
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				var te *trace.TraceError
+				require.ErrorAs(t, err, &te)
+				assert.Equal(t, tc.line, te.Line, "%v", err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, violationTags(sum))
+		})
+	}
+}

@@ -3,6 +3,7 @@ package simulate
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -221,7 +222,10 @@ func createCR(cfg *Config, value map[string]interface{}) (writeResult, error) {
 
 // updateCR runs a main-resource write (a JSON merge patch of the object).
 func updateCR(cfg *Config, o Object, patch map[string]interface{}) (writeResult, error) {
-	if cfg.CR == nil && !touchesMetadata(patch) {
+	if cfg.CR == nil && !touchesMetadata(patch) && o.Generation < math.MaxInt64 {
+		// At the last generation an int64 holds, the write that moves it
+		// overflows and ObjectMeta validation refuses the negative
+		// generation: package apiserver says so.
 		n, changed := update(cfg, o, patch)
 		return writeResult{obj: n, changed: changed}, nil
 	}
@@ -245,7 +249,7 @@ func updateCR(cfg *Config, o Object, patch map[string]interface{}) (writeResult,
 
 // statusCR runs the operator's status write.
 func statusCR(cfg *Config, o Object, status map[string]interface{}) (writeResult, error) {
-	if cfg.CR == nil {
+	if cfg.CR == nil && (cfg.StatusSubresource || o.Generation < math.MaxInt64) {
 		return writeResult{obj: writeStatus(cfg, o, status), changed: true}, nil
 	}
 	res, err := cfg.crResource()

@@ -660,6 +660,22 @@ func applyHeader(t *Trace, doc *manifest.Document) error {
 	t.Name = h.Metadata.Name
 	t.Initial = h.Initial
 	t.OperatorCondition = h.OperatorCondition
+	for _, o := range []struct {
+		name string
+		obj  map[string]interface{}
+	}{{"initial", h.Initial}, {"operatorCondition", h.OperatorCondition}} {
+		if o.obj == nil {
+			continue
+		}
+		if msg, path := objectProblem(o.name, o.obj); msg != "" {
+			l := line
+			if doc != nil {
+				pos, _ := doc.Locate(manifest.ParsePath(path))
+				l = pos.Line
+			}
+			return &TraceError{File: t.File, Line: l, Msg: msg}
+		}
+	}
 	if raw := bytes.TrimSpace(h.StatusSource); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		val := string(raw)
 		var s string

@@ -174,6 +174,9 @@ func FromWire(w v1alpha1.Step, present []v1alpha1.Verb, file string, line int) (
 			}
 		}
 	}
+	if p := stepValueProblem(st); p != "" {
+		return fail("%s", p)
+	}
 	return st, nil
 }
 
