@@ -542,7 +542,7 @@ func openNative(t *Trace, br *bufio.Reader) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := head.Object()["initial"]; head == nil || !ok {
+	if head == nil || !hasKey(head.Object(), "initial") {
 		// The steps come first, or initial follows them: read it whole.
 		rest, err := io.ReadAll(io.LimitReader(br, t.limits.MaxWhole))
 		if err != nil {
@@ -852,4 +852,10 @@ func (t *Trace) NoSteps() error {
 		return t.differ.noSteps()
 	}
 	return &TraceError{File: t.File, Msg: "the StatusTrace has no steps: nothing to replay"}
+}
+
+// hasKey reports whether m has the key k; a nil map has none.
+func hasKey(m map[string]interface{}, k string) bool {
+	_, ok := m[k]
+	return ok
 }
