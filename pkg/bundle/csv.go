@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"fmt"
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -76,33 +77,66 @@ func ExampleRefs(csv *operatorsv1alpha1.ClusterServiceVersion) []contract.Object
 	return out
 }
 
-// StatusSourceExample finds the CR of the status source's kind that the
-// console would create: the initialization resource, else the alm-examples
-// entry of that group and kind (of the source's name, if several). key is
-// the CSV annotation it came from; nil and "" when there is none.
-func StatusSourceExample(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusSource) (obj map[string]interface{}, key string) {
+// Example is a CR of the status source's kind the CSV offers: the
+// initialization resource (Index -1) or an alm-examples entry.
+type Example struct {
+	Object map[string]interface{}
+	// Key is the CSV annotation it is in; Index its place in alm-examples.
+	Key   string
+	Index int
+}
+
+// Describe names the example for messages: "alm-examples entry 2
+// (cool-operator)".
+func (e Example) Describe() string {
+	name := contract.RefOf(e.Object).Name
+	if e.Index < 0 {
+		return fmt.Sprintf("%s (%s)", e.Key, name)
+	}
+	return fmt.Sprintf("%s entry %d (%s)", e.Key, e.Index+1, name)
+}
+
+// StatusSourceExamples lists every CR of the status source's group and
+// kind the CSV offers users to create: the initialization resource, then
+// each alm-examples entry of that kind, in order.
+func StatusSourceExamples(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusSource) []Example {
 	gv := src.GroupVersion()
 	fits := func(o map[string]interface{}) bool {
 		r := contract.RefOf(o)
 		return r.Kind == src.Kind && r.Group == gv.Group
 	}
+	var out []Example
 	if raw, ok := csv.Annotations[v1alpha1.InitializationResourceKey]; ok {
 		var o map[string]interface{}
 		if yaml.Unmarshal([]byte(raw), &o) == nil && fits(o) {
-			return o, v1alpha1.InitializationResourceKey
+			out = append(out, Example{Object: o, Key: v1alpha1.InitializationResourceKey, Index: -1})
 		}
 	}
-	var found map[string]interface{}
-	for _, o := range Examples(csv) {
-		if !fits(o) {
-			continue
+	for i, o := range Examples(csv) {
+		if fits(o) {
+			out = append(out, Example{Object: o, Key: "alm-examples", Index: i})
 		}
-		if found == nil || contract.RefOf(o).Name == src.Name {
-			found = o
+	}
+	return out
+}
+
+// StatusSourceExample finds the CR of the status source's kind that the
+// console would create: the initialization resource, else the alm-examples
+// entry of that group and kind (of the source's name, if several). key is
+// the CSV annotation it came from; nil and "" when there is none.
+func StatusSourceExample(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusSource) (obj map[string]interface{}, key string) {
+	var found *Example
+	for _, e := range StatusSourceExamples(csv, src) {
+		switch {
+		case e.Index < 0:
+			return e.Object, e.Key
+		case found == nil || contract.RefOf(e.Object).Name == src.Name:
+			e := e
+			found = &e
 		}
 	}
 	if found == nil {
 		return nil, ""
 	}
-	return found, "alm-examples"
+	return found.Object, found.Key
 }

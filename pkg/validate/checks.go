@@ -212,11 +212,19 @@ func checkStatusWriteRejected(ctx *Context) []Issue {
 
 func checkExampleInvalid(ctx *Context) []Issue {
 	r := ctx.probed()
-	if r == nil || r.exampleRefused == nil {
+	if r == nil {
 		return nil
 	}
-	p := manifest.NewPath("metadata", "annotations").Key(r.exampleKey)
-	return []Issue{at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example of %s (probe 3, as the console creates it): %s", ctx.Source.Kind, r.exampleKey, r.exampleRefused.Error())}
+	var out []Issue
+	if r.exampleRefused != nil {
+		p := manifest.NewPath("metadata", "annotations").Key(r.exampleKey)
+		out = append(out, at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example of %s (probe 3, as the console creates it): %s", ctx.Source.Kind, r.exampleKey, r.exampleRefused.Error()))
+	}
+	for _, o := range r.othersRefused {
+		p := manifest.NewPath("metadata", "annotations").Key(o.example.Key)
+		out = append(out, at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example %s (probe 3, as the console creates it): %s", ctx.Source.Kind, o.example.Describe(), o.refusal.Error()))
+	}
+	return out
 }
 
 func checkConditionsSchema(ctx *Context) []Issue {

@@ -62,6 +62,14 @@ type probeResults struct {
 	exampleRefused *apiserver.Refusal
 	// exampleKey is the CSV annotation the example came from.
 	exampleKey string
+	// othersRefused are the refusals of the other examples of the kind
+	// (every one the console offers is probed).
+	othersRefused []exampleRefusal
+}
+
+type exampleRefusal struct {
+	example bundle.Example
+	refusal *apiserver.Refusal
 }
 
 // ProbeCache keeps the probes' results per CRD version, status source and
@@ -97,27 +105,28 @@ func (ctx *Context) probes() *probeResults {
 		return ctx.probe
 	}
 	example, exampleKey := bundle.StatusSourceExample(ctx.CSV.Obj, ctx.Source)
+	all := bundle.StatusSourceExamples(ctx.CSV.Obj, ctx.Source)
 	cache := ctx.Options.Probes
 	if cache == nil {
-		ctx.probe = runProbes(ctx, example, exampleKey)
+		ctx.probe = runProbes(ctx, example, exampleKey, all)
 		return ctx.probe
 	}
 	crdJSON, _ := json.Marshal(ctx.CRD.V1)
 	if ctx.CRD.V1beta1 != nil {
 		crdJSON, _ = json.Marshal(ctx.CRD.V1beta1)
 	}
-	exJSON, _ := json.Marshal(example)
+	exJSON, _ := json.Marshal(all)
 	key := fmt.Sprintf("%x", sha256.Sum256([]byte(string(crdJSON)+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
 	r, ok := cache.get(key)
 	if !ok {
-		r = runProbes(ctx, example, exampleKey)
+		r = runProbes(ctx, example, exampleKey, all)
 		cache.put(key, r)
 	}
 	ctx.probe = r
 	return r
 }
 
-func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) *probeResults {
+func runProbes(ctx *Context, example map[string]interface{}, exampleKey string, all []bundle.Example) *probeResults {
 	r := &probeResults{exampleKey: exampleKey}
 	var written runtime.Object = ctx.CRD.V1
 	if ctx.CRD.V1beta1 != nil {
@@ -156,6 +165,20 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string) 
 		out, rf := res.Create(obj, clock)
 		r.exampleRefused = rf
 		base = out
+	}
+	// Every other example of the kind, each created on its own.
+	for _, e := range all {
+		if jsonobj.Equal(e.Object, example) {
+			continue
+		}
+		obj := map[string]interface{}{}
+		for k, v := range e.Object {
+			obj[k] = v
+		}
+		obj["apiVersion"], obj["kind"] = src.APIVersion, src.Kind
+		if _, rf := res.Create(obj, clock); rf != nil {
+			r.othersRefused = append(r.othersRefused, exampleRefusal{example: e, refusal: rf})
+		}
 	}
 	if base == nil {
 		obj := jsonobj.MergePatch(identity, map[string]interface{}{"spec": map[string]interface{}{}})

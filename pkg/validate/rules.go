@@ -142,7 +142,7 @@ func Rules() []Rule {
 		{
 			ID:          "status-source-example-invalid",
 			Severity:    result.Error,
-			Summary:     "The apiserver refuses to create the status source's example CR (the CSV's initialization resource or alm-examples entry), which is how the console creates the CR OLM must read.",
+			Summary:     "The apiserver refuses to create an example CR of the status source's kind (the CSV's initialization resource or any alm-examples entry of that kind; one finding per refused example), which is how the console creates the CR OLM must read.",
 			Remediation: "Make the example valid for the CRD: the apiserver's message names the field.",
 			Check:       checkExampleInvalid,
 		},

@@ -297,3 +297,25 @@ func TestObservedGenerationOnlyInStatusIsAWarning(t *testing.T) {
 	assert.Contains(t, fd.Message, "would never open")
 	assert.NotZero(t, fd.Line)
 }
+
+// TestEveryExampleIsChecked is issue 18, item 4: besides the
+// initialization resource, every alm-examples entry of the status
+// source's kind is what the console offers users to create; one the
+// apiserver refuses (an enum value the schema does not allow) is a
+// status-source-example-invalid that names the entry.
+func TestEveryExampleIsChecked(t *testing.T) {
+	f := fixture{rule: "status-source-example-invalid", comment: "a second example the schema refuses",
+		edits: []edit{{csvFile,
+			`"spec": {"storageLayer": "PostgreSQL"}}]`,
+			`"spec": {"storageLayer": "PostgreSQL"}}, {"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-sqlite"}, "spec": {"storageLayer": "SQLite"}}]`}}}
+	dir := t.TempDir()
+	materialize(t, f, dir)
+	res := Path(dir, Options{}, bundle.Options{})
+	require.Empty(t, res.Errors)
+	require.Len(t, res.Findings, 1, "%+v", res.Findings)
+	fd := res.Findings[0]
+	assert.Equal(t, "status-source-example-invalid", fd.Rule)
+	assert.Contains(t, fd.Message, "alm-examples entry 2 (cool-sqlite)")
+	assert.Contains(t, fd.Message, "SQLite")
+	assert.Equal(t, 6, fd.Line, "the alm-examples annotation")
+}
