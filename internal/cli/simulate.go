@@ -250,7 +250,7 @@ func (a *app) runExplore(f simulateFlags) (int, error) {
 	}
 	code := result.ExitOK
 	for _, p := range pols {
-		cfg := &simulate.Config{Source: sctx.Source, StatusSubresource: *sctx.StatusSubresource, CR: sctx.Resource, Policies: []contract.Policy{p}, Primary: p}
+		cfg := simulate.ContextConfig(sctx, []contract.Policy{p}, p)
 		ctx := gocontext.Background()
 		if f.timeout > 0 {
 			var cancel gocontext.CancelFunc

@@ -215,3 +215,25 @@ func TestOLMPolicyIsOLMsComparison(t *testing.T) {
 	assert.Contains(t, d.Reason, "OLM reads it as 0")
 	assert.Equal(t, Allow, Gate(PolicyStrict, src, o).Verdict)
 }
+
+func TestTokenValue(t *testing.T) {
+	tests := []struct {
+		name string
+		typ  TokenType
+		text string
+		want interface{}
+	}{
+		{name: "a string stays text", typ: TokenString, text: "5", want: "5"},
+		{name: "an integer is an int64", typ: TokenInteger, text: "5", want: int64(5)},
+		{name: "text that is no integer stays text, for the apiserver to refuse", typ: TokenInteger, text: "abc", want: "abc"},
+		{name: "beyond an int64 stays text", typ: TokenInteger, text: "99999999999999999999", want: "99999999999999999999"},
+		{name: "the zero type is a string", text: "7", want: "7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.typ.Value(tt.text); got != tt.want {
+				t.Errorf("%s.Value(%q) = %#v, want %#v", tt.typ, tt.text, got, tt.want)
+			}
+		})
+	}
+}

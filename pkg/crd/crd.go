@@ -8,6 +8,7 @@
 package crd
 
 import (
+	"errors"
 	"fmt"
 
 	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -16,6 +17,8 @@ import (
 	apiextv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -177,4 +180,79 @@ func (c *CRD) sourcePaths(i int) (ver, sub, schema manifest.Path) {
 		schema = spec.Child("validation", "openAPIV3Schema")
 	}
 	return ver, sub, schema
+}
+
+// TypeAt reads the schema's type of a field path of the version's objects
+// (["spec", "upgradeRequest"]): "int-or-string" for
+// x-kubernetes-int-or-string, "" where the schema leaves the value untyped
+// (no schema, x-kubernetes-preserve-unknown-fields, additionalProperties:
+// true). declared is false when the schema has no such field, which the
+// apiserver prunes.
+func (v *Version) TypeAt(path []string) (typ string, declared bool) {
+	s := v.Schema
+	if s == nil {
+		return "", true
+	}
+	for _, f := range path {
+		if p, ok := s.Properties[f]; ok {
+			s = &p
+			continue
+		}
+		switch ap := s.AdditionalProperties; {
+		case ap != nil && ap.Schema != nil:
+			s = ap.Schema
+			continue
+		case ap != nil && ap.Allows, s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields:
+			return "", true
+		}
+		return "", false
+	}
+	if s.XIntOrString {
+		return "int-or-string", true
+	}
+	return s.Type, true
+}
+
+// TokenTypeError is a handshake token field the schema types as neither
+// integer nor string.
+type TokenTypeError struct {
+	// Field is the handshake's field ("request.specPath", "ack.statusPath"),
+	// Path its value (".spec.upgradeRequest") and Type the schema's type.
+	Field, Path, Type string
+	// Schema is the field path in the object the schema describes.
+	Schema []string
+}
+
+func (e *TokenTypeError) Error() string {
+	return fmt.Sprintf("the schema types %s (handshake.%s) as %s; the handshake's token is an increasing count, written as an integer or a string", e.Path, e.Field, e.Type)
+}
+
+// HandshakeTokens decides the JSON type of src's RequestAck token from the
+// version's schema (docs/contract.md section 6): integer where the schema
+// says integer, string where it says string or int-or-string, leaves the
+// field untyped or does not declare it (the probes report a pruned field);
+// an annotation request is a string. Any other type is a *TokenTypeError
+// (joined when both fields have one); its side stays a string.
+func (v *Version) HandshakeTokens(src *v1alpha1.StatusSource) (contract.Tokens, error) {
+	t := contract.Tokens{Request: contract.TokenString, Ack: contract.TokenString}
+	var errs []error
+	decide := func(field, p string) contract.TokenType {
+		path := v1alpha1.FieldPath(p)
+		switch typ, _ := v.TypeAt(path); typ {
+		case "integer":
+			return contract.TokenInteger
+		case "string", "int-or-string", "":
+			return contract.TokenString
+		default:
+			errs = append(errs, &TokenTypeError{Field: field, Path: p, Type: typ, Schema: path})
+			return contract.TokenString
+		}
+	}
+	if r := src.Request(); r != nil && r.SpecPath != "" {
+		t.Request = decide("request.specPath", r.SpecPath)
+	}
+	if src.AckPath() != nil {
+		t.Ack = decide("ack.statusPath", src.Handshake.Ack.StatusPath)
+	}
+	return t, errors.Join(errs...)
 }

@@ -1,11 +1,14 @@
 package crd
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -93,4 +96,82 @@ func TestDecodeErrors(t *testing.T) {
 	var me *manifest.Error
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, 4, me.Pos.Line)
+}
+
+func TestHandshakeTokens(t *testing.T) {
+	const head = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Thing, plural: things}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              upgradeRequest: {type: %s}
+          status:
+            type: object
+            %s
+`
+	src := func(request, ack string) *v1alpha1.StatusSource {
+		h := &v1alpha1.Handshake{Mode: v1alpha1.HandshakeRequestAck, Request: &v1alpha1.HandshakeRequest{SpecPath: request}}
+		if request == "" {
+			h.Request.Annotation = "example.com/upgrade-request"
+		}
+		if ack != "" {
+			h.Ack = &v1alpha1.HandshakeAck{StatusPath: ack}
+		}
+		return &v1alpha1.StatusSource{APIVersion: "example.com/v1", Kind: "Thing", Name: "t", Handshake: h}
+	}
+	tests := []struct {
+		name          string
+		requestType   string
+		status        string
+		src           *v1alpha1.StatusSource
+		want          contract.Tokens
+		wantErrFields []string
+	}{
+		{name: "string spec, no ack", requestType: "string", src: src(".spec.upgradeRequest", ""),
+			want: contract.Tokens{Request: contract.TokenString, Ack: contract.TokenString}},
+		{name: "integer spec and ack", requestType: "integer", status: "properties: {observed: {type: integer}}", src: src(".spec.upgradeRequest", ".status.observed"),
+			want: contract.Tokens{Request: contract.TokenInteger, Ack: contract.TokenInteger}},
+		{name: "annotation request is a string, integer ack", requestType: "integer", status: "properties: {observed: {type: integer}}", src: src("", ".status.observed"),
+			want: contract.Tokens{Request: contract.TokenString, Ack: contract.TokenInteger}},
+		{name: "an ack the status keeps untyped", requestType: "string", status: "x-kubernetes-preserve-unknown-fields: true", src: src(".spec.upgradeRequest", ".status.observed"),
+			want: contract.Tokens{Request: contract.TokenString, Ack: contract.TokenString}},
+		{name: "an ack under additionalProperties of integers", requestType: "string", status: "additionalProperties: {type: integer}", src: src(".spec.upgradeRequest", ".status.observed"),
+			want: contract.Tokens{Request: contract.TokenString, Ack: contract.TokenInteger}},
+		{name: "an undeclared ack is pruned, a string here", requestType: "string", src: src(".spec.upgradeRequest", ".status.observed"),
+			want: contract.Tokens{Request: contract.TokenString, Ack: contract.TokenString}},
+		{name: "boolean request", requestType: "boolean", src: src(".spec.upgradeRequest", ""),
+			want: contract.Tokens{Request: contract.TokenString, Ack: contract.TokenString}, wantErrFields: []string{"request.specPath"}},
+		{name: "number request and object ack", requestType: "number", status: "properties: {observed: {type: object}}", src: src(".spec.upgradeRequest", ".status.observed"),
+			want: contract.Tokens{Request: contract.TokenString, Ack: contract.TokenString}, wantErrFields: []string{"request.specPath", "ack.statusPath"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := decode(t, fmt.Sprintf(head, tt.requestType, tt.status))
+			require.NoError(t, err)
+			got, err := c.Version("v1").HandshakeTokens(tt.src)
+			assert.Equal(t, tt.want, got)
+			var fields []string
+			if err != nil {
+				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+					var te *TokenTypeError
+					require.ErrorAs(t, e, &te)
+					fields = append(fields, te.Field)
+				}
+			}
+			assert.Equal(t, tt.wantErrFields, fields)
+		})
+	}
 }

@@ -146,7 +146,7 @@ func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[strin
 		if err != nil {
 			return nil, nil, change, err
 		}
-		status := statusValue(src, ok, 1, "1")
+		status := statusValue(cfg, ok, 1, "1")
 		_, rf, err := simulate.Write(cfg, s.CR, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: status})
 		if err == nil && rf != nil {
 			err = fmt.Errorf("the CRD refuses the status an operator writes with metav1.Condition (%s): %w", jsonobj.Compact(status), rf)
@@ -155,7 +155,7 @@ func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[strin
 			return nil, nil, change, err
 		}
 	}
-	cr["status"] = statusValue(src, true, 1, "")
+	cr["status"] = statusValue(cfg, true, 1, "")
 	if src.Mode() == v1alpha1.HandshakeOperatorCondition {
 		oc = map[string]interface{}{
 			"apiVersion": simulate.OperatorConditionAPIVersion, "kind": simulate.OperatorConditionKind,
@@ -198,7 +198,8 @@ func condition(t string, ok bool) map[string]interface{} {
 
 // statusValue is the operator's status write: every gated condition with
 // the same answer, and the echo where the handshake asks for one.
-func statusValue(src *v1alpha1.StatusSource, ok bool, og int64, echo string) map[string]interface{} {
+func statusValue(cfg *Config, ok bool, og int64, echo string) map[string]interface{} {
+	src := cfg.Source
 	var conds []interface{}
 	for _, t := range src.ConditionTypes() {
 		c := condition(t, ok)
@@ -207,7 +208,7 @@ func statusValue(src *v1alpha1.StatusSource, ok bool, og int64, echo string) map
 	}
 	st := map[string]interface{}{"conditions": conds}
 	if p := src.AckPath(); echo != "" && p != nil {
-		st = jsonobj.MergePatch(st, jsonobj.NestedPatch(p[1:], echo))
+		st = jsonobj.MergePatch(st, jsonobj.NestedPatch(p[1:], cfg.Tokens.AckValue(echo)))
 	}
 	return st
 }
@@ -338,13 +339,13 @@ func moves(cfg *Config, n *node, maxChanges int, change SpecChange) []Step {
 	}
 	locked := lockHeld(s, a)
 	if !a.migrating && (gen > a.observed || request) {
-		out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg.Source, true, gen, echo)})
+		out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg, true, gen, echo)})
 		if gen > a.observed && !locked {
-			out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg.Source, false, gen, echo)})
+			out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg, false, gen, echo)})
 		}
 	}
 	if a.migrating {
-		out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg.Source, true, a.observed, echo)})
+		out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg, true, a.observed, echo)})
 	}
 	if mode == v1alpha1.HandshakeOperatorCondition {
 		if want := ocCondition(a.truthTrue); !ocSpecIs(s.OC, want) {

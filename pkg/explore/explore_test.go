@@ -175,7 +175,7 @@ func TestTraceYAMLRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	steps := []Step{
 		{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbRequest},
-		{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg.Source, true, 1, "1")},
+		{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg, true, 1, "1")},
 		{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck, Expect: contract.Allow},
 		{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade},
 	}

@@ -51,6 +51,10 @@ type Config struct {
 	// Continuous evaluates the gate after every step, as if OLM checked
 	// all the time (recorded input without olm steps).
 	Continuous bool
+	// Tokens are the handshake token's JSON types where OLM writes it and
+	// the operator echoes it, decided from the CRD (source.Context.Tokens);
+	// the zero value writes strings.
+	Tokens contract.Tokens
 	// Memo, when set, remembers the apiserver model's answers: the same
 	// write to the same object is decided once (explore asks it again in
 	// many interleavings).
@@ -299,7 +303,7 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		r := cfg.request()
 		patch := map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{r.Annotation: token}}}
 		if r.SpecPath != "" {
-			patch = jsonobj.NestedPatch(v1alpha1.FieldPath(r.SpecPath), token)
+			patch = jsonobj.NestedPatch(v1alpha1.FieldPath(r.SpecPath), cfg.Tokens.RequestValue(token))
 		}
 		if w, err = updateCR(cfg, s.CR, patch); err == nil && w.refused == nil {
 			s.CR = w.obj

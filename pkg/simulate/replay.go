@@ -143,6 +143,17 @@ func RowOf(s State, st Step, out Outcome) Row {
 	return r
 }
 
+// ContextConfig is the configuration of a run against a resolved status
+// source (a bundle or --crd with --source): its CRD version served by
+// package apiserver, its /status and its token types. explore runs on it.
+func ContextConfig(c *source.Context, policies []contract.Policy, primary contract.Policy) *Config {
+	cfg := &Config{Source: c.Source, CR: c.Resource, Tokens: c.Tokens, Policies: policies, Primary: primary}
+	if c.StatusSubresource != nil {
+		cfg.StatusSubresource = *c.StatusSubresource
+	}
+	return cfg
+}
+
 // NewConfig builds a run's configuration: the resolved context first (the
 // command line's --bundle or --crd/--source; nil when none was given),
 // then the trace's own, then what the trace's object shows, with the
@@ -168,7 +179,7 @@ func NewConfig(c *source.Context, t *trace.Trace, policies []contract.Policy, pr
 		return nil, nil, &trace.TraceError{File: t.File, Msg: "no status source: give --bundle, or --crd with --source"}
 	}
 	if c != nil {
-		cfg.CR = c.Resource
+		cfg.CR, cfg.Tokens = c.Resource, c.Tokens
 	}
 	switch {
 	case c != nil && c.StatusSubresource != nil:

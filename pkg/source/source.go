@@ -33,6 +33,9 @@ type Context struct {
 	Namespaced bool
 	// CRD is the status source's CRD.
 	CRD *crd.CRD
+	// Tokens are the handshake token's JSON types, decided from the CRD
+	// version's schema (crd.Version.HandshakeTokens).
+	Tokens contract.Tokens
 	// Resource serves the CRD version: writes are pruned, defaulted and
 	// validated as the apiserver does.
 	Resource *apiserver.Resource
@@ -97,7 +100,11 @@ func forCRD(src *v1alpha1.StatusSource, c *crd.CRD, from string) (*Context, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: the apiserver could not serve CRD %s: %w", c.Doc.File, c.Name(), err)
 	}
-	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), Namespaced: c.Namespaced(), CRD: c, From: from, Resource: res}, nil
+	tokens, err := v.HandshakeTokens(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: CRD %s version %s: %w (statuscheck validate reports it as handshake-path-missing)", c.Doc.File, c.Name(), v.Name, err)
+	}
+	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), Namespaced: c.Namespaced(), CRD: c, From: from, Resource: res, Tokens: tokens}, nil
 }
 
 // ParseRef reads GROUP/VERSION/KIND/NAME or GROUP/VERSION/KIND/NAMESPACE/NAME.

@@ -488,7 +488,10 @@ func checkHandshakePaths(ctx *Context) []Issue {
 		return Issue{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + "." + field, Message: fmt.Sprintf(format, args...)}
 	}
 	var out []Issue
-	if h.Request != nil && h.Request.SpecPath != "" {
+	for _, e := range tokenTypeErrors(r.tokenErr) {
+		out = append(out, atKey(ctx.CRD.Doc, ctx.schemaAt(strings.Join(e.Schema, ".")), "CRD %s version %s: %s", ctx.CRD.Name(), ctx.Version.Name, e.Error()))
+	}
+	if h.Request != nil && h.Request.SpecPath != "" && r.tokenTypeError("request.specPath") == nil {
 		switch {
 		case r.requestRefused != nil:
 			out = append(out, issue("handshake.request.specPath", "the apiserver refuses a token at %s of CRD %s version %s (probe 2, the handshake request): %s", h.Request.SpecPath, ctx.CRD.Name(), ctx.Version.Name, r.requestRefused.Error()))
@@ -496,7 +499,7 @@ func checkHandshakePaths(ctx *Context) []Issue {
 			out = append(out, issue("handshake.request.specPath", "a token written at %s comes back without it (probe 2, the handshake request): CRD %s version %s prunes the field", h.Request.SpecPath, ctx.CRD.Name(), ctx.Version.Name))
 		}
 	}
-	if h.Ack != nil && h.Ack.StatusPath != "" && r.statusRefused == nil && !r.ackKept {
+	if h.Ack != nil && h.Ack.StatusPath != "" && r.statusRefused == nil && !r.ackKept && r.tokenTypeError("ack.statusPath") == nil {
 		out = append(out, issue("handshake.ack.statusPath", "a token echoed at %s comes back without it (probe 1, the status write): CRD %s version %s prunes the field", h.Ack.StatusPath, ctx.CRD.Name(), ctx.Version.Name))
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -65,6 +66,11 @@ type probeResults struct {
 	// othersRefused are the refusals of the other examples of the kind
 	// (every one the console offers is probed).
 	othersRefused []exampleRefusal
+	// tokens are the handshake token's types decided from the schema
+	// (crd.Version.HandshakeTokens); tokenErr the fields typed neither
+	// integer nor string, which are not probed.
+	tokens   contract.Tokens
+	tokenErr error
 }
 
 type exampleRefusal struct {
@@ -128,6 +134,7 @@ func (ctx *Context) probes() *probeResults {
 
 func runProbes(ctx *Context, example map[string]interface{}, exampleKey string, all []bundle.Example) *probeResults {
 	r := &probeResults{exampleKey: exampleKey}
+	r.tokens, r.tokenErr = ctx.Version.HandshakeTokens(ctx.Source)
 	var written runtime.Object = ctx.CRD.V1
 	if ctx.CRD.V1beta1 != nil {
 		written = ctx.CRD.V1beta1
@@ -198,7 +205,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string, 
 
 	// The status write the gate depends on, True and then False.
 	var ackPath []string
-	if h := src.Handshake; src.Mode() == v1alpha1.HandshakeRequestAck && h.Ack != nil && h.Ack.StatusPath != "" {
+	if h := src.Handshake; src.Mode() == v1alpha1.HandshakeRequestAck && h.Ack != nil && h.Ack.StatusPath != "" && r.tokenTypeError("ack.statusPath") == nil {
 		ackPath = v1alpha1.FieldPath(h.Ack.StatusPath)
 	}
 	status := func(s string) map[string]interface{} {
@@ -209,7 +216,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string, 
 		}
 		st := map[string]interface{}{"conditions": conds, "observedGeneration": gen}
 		if ackPath != nil {
-			st = jsonobj.MergePatch(st, jsonobj.NestedPatch(ackPath[1:], "1"))
+			st = jsonobj.MergePatch(st, jsonobj.NestedPatch(ackPath[1:], r.tokens.AckValue("1")))
 		}
 		return st
 	}
@@ -248,25 +255,44 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string, 
 		r.duplicatesAccepted = len(conds) > len(src.ConditionTypes())
 	}
 
-	// The handshake request: a spec value at request.specPath, as a
-	// string token, else as an integer one.
-	if h := src.Handshake; src.Mode() == v1alpha1.HandshakeRequestAck && h.Request != nil && h.Request.SpecPath != "" {
+	// The handshake request: OLM's token at request.specPath, of the type
+	// the schema gives it.
+	if h := src.Handshake; src.Mode() == v1alpha1.HandshakeRequestAck && h.Request != nil && h.Request.SpecPath != "" && r.tokenTypeError("request.specPath") == nil {
 		path := v1alpha1.FieldPath(h.Request.SpecPath)
-		for _, token := range []interface{}{"1", int64(1)} {
-			out, _, rf := res.Update(base, jsonobj.MergePatch(base, jsonobj.NestedPatch(path, token)))
-			if rf != nil {
-				if r.requestRefused == nil {
-					r.requestRefused = rf
-				}
-				continue
-			}
-			r.requestRefused = nil
+		out, _, rf := res.Update(base, jsonobj.MergePatch(base, jsonobj.NestedPatch(path, r.tokens.RequestValue("1"))))
+		r.requestRefused = rf
+		if rf == nil {
 			v, ok, _ := unstructured.NestedFieldNoCopy(out, path...)
 			r.requestKept = ok && fmt.Sprint(v) == "1"
-			break
 		}
 	}
 	return r
+}
+
+// tokenTypeError is the schema's refusal of a token type at a handshake
+// field ("request.specPath"), nil when the field takes an integer or a
+// string.
+func (r *probeResults) tokenTypeError(field string) *crd.TokenTypeError {
+	for _, e := range tokenTypeErrors(r.tokenErr) {
+		if e.Field == field {
+			return e
+		}
+	}
+	return nil
+}
+
+func tokenTypeErrors(err error) []*crd.TokenTypeError {
+	var out []*crd.TokenTypeError
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, tokenTypeErrors(e)...)
+		}
+		return out
+	}
+	if e, ok := err.(*crd.TokenTypeError); ok {
+		out = append(out, e)
+	}
+	return out
 }
 
 // clock is the probes' time: any fixed one does.

@@ -100,7 +100,7 @@ func TestProbesJudgeWhatTheHandWalkCouldNot(t *testing.T) {
 				{crdFile, "              upgradeRequest:\n                description: Token OLM writes to ask whether an upgrade may proceed.\n                type: string\n", "              upgradeRequest:\n                type: boolean\n"},
 				annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`),
 			},
-			rule: "handshake-path-missing", msg: []string{`spec.upgradeRequest: Invalid value: "string": spec.upgradeRequest in body must be of type boolean: "string"`}},
+			rule: "handshake-path-missing", msg: []string{`the schema types .spec.upgradeRequest (handshake.request.specPath) as boolean; the handshake's token is an increasing count, written as an integer or a string`}},
 		{name: "a status that keeps unknown fields but describes no conditions",
 			edits: []edit{{crdFile, conditionsSchema, ""}, {crdFile, statusObj, statusObj + "            x-kubernetes-preserve-unknown-fields: true\n"}},
 			rule:  "conditions-schema-missing", msg: []string{"the apiserver keeps any value of status.conditions"}},

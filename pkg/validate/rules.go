@@ -163,7 +163,7 @@ func Rules() []Rule {
 		{
 			ID:          "handshake-path-missing",
 			Severity:    result.Error,
-			Summary:     "The apiserver prunes (or refuses) a token written at the handshake's specPath or statusPath, so the request or its acknowledgement never arrives.",
+			Summary:     "The apiserver prunes (or refuses) a token written at the handshake's specPath or statusPath, or the schema types the field as neither integer nor string (the token's two types, decided from the schema), so the request or its acknowledgement never arrives.",
 			Remediation: "Add the field to the CRD schema (a string or integer), or point the path at an existing field.",
 			Check:       checkHandshakePaths,
 		},
