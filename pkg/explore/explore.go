@@ -243,6 +243,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	nodes := []node{root}
 	visited := map[string]struct{}{encode(cfg, &root, res.Change): {}}
 	found := map[string]bool{}
+	live := liveness{best: -1}
 	frontier := []int32{0}
 	lastReport := time.Now()
 	for depth := 0; depth < opts.Depth && len(frontier) > 0; depth++ {
@@ -275,6 +276,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 				visited[k] = struct{}{}
 				nodes = append(nodes, child)
 				next = append(next, int32(len(nodes)-1))
+				live.see(cfg, &child, out, int32(len(nodes)-1))
 				if opts.MaxStates > 0 && len(visited) >= opts.MaxStates {
 					res.Stopped = true
 					res.finish(len(visited), depth, start)
@@ -295,8 +297,63 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 		res.Depth = depth + 1
 	}
 	res.Exhausted = len(frontier) == 0
+	if c, ok := live.counterexample(cfg, nodes, res, len(visited)); ok {
+		res.Counterexamples = append(res.Counterexamples, c)
+	}
 	res.finish(len(visited), res.Depth, start)
 	return res, nil
+}
+
+// liveness watches the search for an upgrade: when no reachable state
+// lets one through, the gate can never open under the policy, and the
+// shortest path to the best state reached shows why. The best state is
+// an OLM check that blocks while the operator's last report is
+// Upgradeable=True (simulate.Finish's never-upgradeable): the operator
+// has done all it can.
+type liveness struct {
+	upgraded bool
+	best     int32
+	why      simulate.Violation
+	reason   string
+}
+
+func (l *liveness) see(cfg *Config, n *node, out simulate.Outcome, idx int32) {
+	if n.state.Upgraded {
+		l.upgraded = true
+	}
+	if l.upgraded || l.best >= 0 || n.step.Actor != v1alpha1.ActorOLM || n.step.Verb != v1alpha1.VerbCheck {
+		return
+	}
+	if len(out.Verdicts) == 0 || out.Verdicts[0].Verdict != contract.Block {
+		return
+	}
+	for _, v := range simulate.Finish(cfg, n.state) {
+		if v.Rule == simulate.RuleNeverUpgradeable && v.Policy == cfg.Policies[0] {
+			l.best, l.why, l.reason = idx, v, out.Verdicts[0].Reason
+			return
+		}
+	}
+}
+
+func (l *liveness) counterexample(cfg *Config, nodes []node, res *Result, states int) (Counterexample, bool) {
+	if l.upgraded || res.Stopped {
+		return Counterexample{}, false
+	}
+	scope := fmt.Sprintf("in %d states, to depth %d", states, res.Depth)
+	if res.Exhausted {
+		scope = fmt.Sprintf("in all %d reachable states", states)
+	}
+	if l.best < 0 {
+		v := simulate.Unreachable(cfg.Policies[0], fmt.Sprintf("no upgrade gets through the %s gate %s, and no OLM check blocks a True report: the operator never reports Upgradeable=True where the gate reads it", cfg.Policies[0], scope))
+		return Counterexample{Violation: v}, true
+	}
+	// The violation keeps simulate.Finish's step (the operator's last
+	// report), as a replay of the counterexample shows it.
+	v := l.why
+	v.Kind = simulate.KindUnreachable
+	v.Message = fmt.Sprintf("no upgrade gets through the %s gate %s; at best, step %d, OLM's check blocks although the operator's last report is Upgradeable=True: %s",
+		cfg.Policies[0], scope, nodes[l.best].depth, l.reason)
+	return Counterexample{Violation: v, Steps: path(nodes, l.best)}, true
 }
 
 func (r *Result) finish(states, depth int, start time.Time) {

@@ -28,9 +28,13 @@ func handshakeBundle(name string) string {
 }
 
 func exploreBundle(t testing.TB, name string, p contract.Policy, depth int) (*Config, *Result) {
-	ctx, err := source.FromBundle(handshakeBundle(name))
+	return exploreDir(t, handshakeBundle(name), p, depth)
+}
+
+func exploreDir(t testing.TB, dir string, p contract.Policy, depth int) (*Config, *Result) {
+	ctx, err := source.FromBundle(dir)
 	require.NoError(t, err)
-	cfg := &Config{Source: ctx.Source, StatusSubresource: *ctx.StatusSubresource, CR: ctx.Resource, Policies: []contract.Policy{p}, Primary: p}
+	cfg := simulate.ContextConfig(ctx, []contract.Policy{p}, p)
 	res, err := Run(context.Background(), cfg, Options{Depth: depth})
 	require.NoError(t, err)
 	return cfg, res
@@ -74,6 +78,71 @@ func TestExploreResults(t *testing.T) {
 	// replacement: it never approves on outdated information itself.
 	_, res := exploreBundle(t, "none", contract.PolicyOLM, DefaultDepth)
 	assert.Equal(t, []string{simulate.RuleUpgradeWhileBlocked}, rules(res))
+}
+
+// TestExploreSaysNeverUpgradeable is issue 18, item 5: on a bundle whose
+// conditions lose observedGeneration no upgrade gets through the olm or
+// strict gate, and --explore says so (never-upgradeable, kind
+// unreachable) with the shortest path to an OLM check that blocks a True
+// report; the counterexample replays to the same violation. Where an
+// upgrade can happen, there is none.
+func TestExploreSaysNeverUpgradeable(t *testing.T) {
+	noOG := filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "rules", "conditions-observedgeneration-missing", "fail")
+	tests := []struct {
+		name   string
+		dir    string
+		policy contract.Policy
+		want   bool
+	}{
+		{name: "no observedGeneration, olm", dir: noOG, policy: contract.PolicyOLM, want: true},
+		{name: "no observedGeneration, strict", dir: noOG, policy: contract.PolicyStrict, want: true},
+		{name: "no observedGeneration, naive reads the condition", dir: noOG, policy: contract.PolicyNaive, want: false},
+		{name: "no handshake, olm", dir: handshakeBundle("none"), policy: contract.PolicyOLM, want: false},
+		{name: "OperatorCondition, olm", dir: handshakeBundle("operatorcondition"), policy: contract.PolicyOLM, want: false},
+		{name: "request-spec, olm", dir: handshakeBundle("request-spec"), policy: contract.PolicyOLM, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, res := exploreDir(t, tt.dir, tt.policy, 10)
+			var got []Counterexample
+			for _, c := range res.Counterexamples {
+				if c.Violation.Rule == simulate.RuleNeverUpgradeable {
+					got = append(got, c)
+				}
+			}
+			if !tt.want {
+				assert.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1)
+			c := got[0]
+			assert.Equal(t, simulate.KindUnreachable, c.Violation.Kind)
+			assert.Equal(t, tt.policy, c.Violation.Policy)
+			assert.Contains(t, c.Violation.Message, "no upgrade gets through the "+string(tt.policy)+" gate")
+			assert.Contains(t, c.Violation.Message, "observedGeneration absent")
+			require.NotEmpty(t, c.Steps)
+			last := c.Steps[len(c.Steps)-1]
+			assert.Equal(t, v1alpha1.ActorOLM, last.Actor)
+			assert.Equal(t, v1alpha1.VerbCheck, last.Verb)
+			// The path replays, against the bundle, to the same verdict.
+			files, err := WriteCounterexamples(t.TempDir(), cfg, &Result{Policy: res.Policy, Initial: res.Initial, OperatorCondition: res.OperatorCondition, Change: res.Change, Counterexamples: got})
+			require.NoError(t, err)
+			tr, err := trace.Open(files[0], trace.OpenOptions{})
+			require.NoError(t, err)
+			defer tr.Close()
+			sctx, err := source.FromBundle(tt.dir)
+			require.NoError(t, err)
+			rcfg, _, err := simulate.NewConfig(sctx, tr, []contract.Policy{tt.policy}, tt.policy)
+			require.NoError(t, err)
+			sum, err := simulate.Replay(tr, rcfg, nil)
+			require.NoError(t, err)
+			var replayed []string
+			for _, v := range sum.Violations {
+				replayed = append(replayed, v.Rule)
+			}
+			assert.Contains(t, replayed, simulate.RuleNeverUpgradeable)
+		})
+	}
 }
 
 // TestCounterexamplesReplay writes every counterexample of every bundle

@@ -121,6 +121,9 @@ const (
 	// checked: the upgrade went round the gate (possible in a recording
 	// of OLM, impossible under the policy).
 	KindRoundTheGate = "round-the-gate"
+	// KindUnreachable: never-upgradeable from --explore, where no
+	// reachable state lets an upgrade through under the policy.
+	KindUnreachable = "unreachable"
 )
 
 // Lag holds the primary policy's verdicts at the states a recording passed

@@ -43,7 +43,7 @@ func Kinds() []Kind {
 			"Enable the status subresource, or give simulate the CRD the cluster really has (--crd / --bundle).", false},
 		{RuleDuplicateCondition, result.Warning, "Two conditions of the same type in one status; OLM reads the first (meta.FindStatusCondition).",
 			"Update conditions with meta.SetStatusCondition and make status.conditions a map list keyed by type.", false},
-		{RuleNeverUpgradeable, result.Warning, "The run ends with the gate blocked although the operator's last report is True: a stuck gate.",
+		{RuleNeverUpgradeable, result.Warning, "The run ends with the gate blocked although the operator's last report is True: a stuck gate. From --explore (kind unreachable): no reachable state lets an upgrade through under the policy, shown by the shortest path to an OLM check that blocks a True report.",
 			"Make observedGeneration able to catch up (status subresource on; report the generation the reconcile read).", true},
 		{RuleLockBroken, result.Error, "Handshake: having acknowledged the current request with True, the operator reported Upgradeable other than True before the upgrade (it started work it had promised to defer).",
 			"Once the operator has answered a request with True, defer migrations until the upgrade happens or the request is withdrawn.", false},
@@ -89,6 +89,14 @@ type Violation struct {
 	// KindRace or KindRoundTheGate.
 	Kind     string   `json:"kind,omitempty"`
 	Evidence Evidence `json:"evidence"`
+}
+
+// Unreachable is --explore's never-upgradeable when no OLM check ever
+// blocked a True report: the path to show is empty.
+func Unreachable(p contract.Policy, msg string) Violation {
+	v := violation(RuleNeverUpgradeable, p, Step{}, 0, State{}, msg)
+	v.Kind = KindUnreachable
+	return v
 }
 
 func violation(id string, p contract.Policy, st Step, step int, s State, msg string) Violation {
