@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -27,7 +28,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if cmd, err := root.ExecuteC(); err != nil {
-		fmt.Fprintf(stderr, "statuscheck: %v\n", err)
+		// One line per error (errors.Join), each named as the tool's.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "statuscheck: %s\n", line)
+		}
 		var u usageError
 		if errors.As(err, &u) || isCobraUsage(err) {
 			// The help of the command that was run, not the root's.
@@ -72,10 +76,47 @@ func isCobraUsage(err error) bool {
 }
 
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
+	// A build without a module version: the commit it was built from,
+	// when the build recorded one.
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev != "" {
+		return "dev+" + rev + dirty
+	}
 	return "dev"
+}
+
+// versionLine is what `statuscheck version` prints: the module version
+// from the build info (a tag, or the pseudo-version Go stamps from the
+// checkout), the Go that built it and the platform.
+func versionLine() string {
+	return fmt.Sprintf("statuscheck %s (%s %s/%s)", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print statuscheck's version (the module version from the build info)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := fmt.Fprintln(a.stdout, versionLine())
+			return err
+		},
+	}
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -92,8 +133,9 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 could not run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand())
+	// cobra's own completion command: bash, zsh, fish and powershell.
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand(), a.versionCommand())
 	return root
 }
 

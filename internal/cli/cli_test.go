@@ -241,9 +241,10 @@ func TestBadInput(t *testing.T) {
 	}
 	t.Run("an empty directory", func(t *testing.T) {
 		dir := t.TempDir()
-		code, stdout, _ := run(t, "validate", dir)
-		assert.Equal(t, 1, code)
-		assert.Contains(t, stdout, dir+": error bundle-csv-missing: no manifests in "+dir)
+		code, stdout, stderr := run(t, "validate", dir)
+		assert.Equal(t, 2, code)
+		assert.Empty(t, stdout)
+		assert.Contains(t, stderr, "loading bundle "+dir+": an empty directory")
 	})
 	t.Run("a missing directory", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "gone")

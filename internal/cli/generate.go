@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/generate"
@@ -75,8 +77,9 @@ with errors nothing is written and the exit code is 1, unless --force.`,
 				return err
 			}
 			code := result.ExitOK
+			fix := fixCommand(f)
 			for _, path := range args {
-				c, err := a.generateOne(path, generate.Options{Values: values, CRDs: crds}, output.value, write, diff, check, force)
+				c, err := a.generateOne(path, generate.Options{Values: values, CRDs: crds}, output.value, write, diff, check, force, fix)
 				if err != nil {
 					return err
 				}
@@ -127,10 +130,46 @@ func generateConflicts(v generate.Values, output string, write, diff, check bool
 	return nil
 }
 
-func (a *app) generateOne(path string, opts generate.Options, output string, write, diff, check, force bool) (int, error) {
+// fixCommand is the generate -w command that brings a file up to date:
+// the flags this run was given that choose the value (not --check, -d or
+// -o), quoted as a shell reads them. PATH follows.
+func fixCommand(f *pflag.FlagSet) string {
+	words := []string{"statuscheck", "generate", "-w"}
+	f.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "check", "diff", "write", "output":
+			return
+		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				words = append(words, "--"+fl.Name, shellQuote(v))
+			}
+			return
+		}
+		if fl.Value.Type() == "bool" {
+			words = append(words, "--"+fl.Name)
+			return
+		}
+		words = append(words, "--"+fl.Name, shellQuote(fl.Value.String()))
+	})
+	return strings.Join(words, " ")
+}
+
+// shellQuote quotes a word for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=,@%+-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (a *app) generateOne(path string, opts generate.Options, output string, write, diff, check, force bool, fix string) (int, error) {
 	res, err := generate.Run(path, opts)
 	if err != nil {
 		return 0, err
+	}
+	if check && !diff && !res.Changed() && !res.Invalid() {
+		return result.ExitOK, nil // up to date: nothing to say (pre-commit)
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(a.stderr, "statuscheck: %s: note: %s\n", res.File, n)
@@ -145,7 +184,7 @@ func (a *app) generateOne(path string, opts generate.Options, output string, wri
 	code := result.ExitOK
 	if check {
 		if res.Changed() {
-			fmt.Fprintf(a.stdout, "%s: the status-source annotation is not up to date; run: statuscheck generate -w %s\n", res.File, path)
+			fmt.Fprintf(a.stdout, "%s: the status-source annotation is not up to date; run: %s %s\n", res.File, fix, shellQuote(path))
 			code = result.ExitFindings
 		}
 		if res.Invalid() {

@@ -166,7 +166,7 @@ func TestGenerateBadInput(t *testing.T) {
 		stderr string
 	}{
 		{name: "an unparsable CSV", args: []string{"generate", broken}, stderr: broken + ":5:7: invalid YAML: mapping values are not allowed"},
-		{name: "a CSV that is a directory", args: []string{"generate", dirCSV}, stderr: dirCSV + ": no ClusterServiceVersion found"},
+		{name: "a CSV that is a directory", args: []string{"generate", dirCSV}, stderr: dirCSV + ": an empty directory"},
 		{name: "a file that is no CSV", args: []string{"generate", notCSV}, stderr: notCSV + ": no ClusterServiceVersion in the file"},
 		{name: "a missing path", args: []string{"generate", "testdata/nope"}, stderr: "reading testdata/nope: no such file or directory"},
 		{name: "a read-only file with -w", args: []string{"generate", "-w", readOnly}, stderr: roCSV + ": the file is read-only"},

@@ -197,7 +197,7 @@ func TestHostileInput(t *testing.T) {
 		{name: "an empty directory",
 			bundle: map[string][]byte{},
 			checks: func(b, c, tr string) []check {
-				return []check{{[]string{"validate", b}, 1, b}, {[]string{"generate", b}, 2, b}, {[]string{"simulate", b}, 2, b},
+				return []check{{[]string{"validate", b}, 2, b}, {[]string{"generate", b}, 2, b}, {[]string{"simulate", b}, 2, b},
 					{[]string{"simulate", "--bundle", b, filepath.Join(repoRoot, "testdata/traces/seed.yaml")}, 2, b}}
 			}},
 	}

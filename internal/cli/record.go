@@ -2,11 +2,13 @@ package cli
 
 import (
 	gocontext "context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -86,11 +88,8 @@ func restConfig(f recordFlags) (*rest.Config, string, error) {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		switch {
-		case clientcmd.IsEmptyConfig(err):
-			return nil, "", errors.New("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or create ~/.kube/config")
-		case f.kubeconfig != "" && os.IsNotExist(errors.Unwrap(err)):
-			return nil, "", fmt.Errorf("--kubeconfig %s: no such file", f.kubeconfig)
+		if p := kubeconfigProblem(rules, f); p != nil {
+			return nil, "", p
 		}
 		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
 	}
@@ -101,7 +100,76 @@ func restConfig(f recordFlags) (*rest.Config, string, error) {
 	return cfg, ns, nil
 }
 
+// kubeconfigProblem says what is wrong with the kubeconfig a run would
+// use, naming the file and where it was named (--kubeconfig, KUBECONFIG,
+// the default path): none exists, it is empty, it has no current context,
+// or --context is not in it. nil when none of these is the trouble.
+func kubeconfigProblem(rules *clientcmd.ClientConfigLoadingRules, f recordFlags) error {
+	// The files the loading rules read, as kubectl reads them.
+	files, from := rules.GetLoadingPrecedence(), "the default path"
+	switch {
+	case f.kubeconfig != "":
+		files, from = []string{f.kubeconfig}, "--kubeconfig"
+	case os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
+		from = "KUBECONFIG"
+	}
+	var present []string
+	for _, p := range files {
+		if _, err := os.Stat(p); err == nil {
+			present = append(present, p)
+		}
+	}
+	names := strings.Join(files, string(filepath.ListSeparator))
+	if len(present) == 0 {
+		return fmt.Errorf("no kubeconfig: %s %s does not exist (pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config)", from, names)
+	}
+	loaded, err := rules.Load()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig %s (from %s): %w", names, from, err)
+	}
+	var contexts []string
+	for name := range loaded.Contexts {
+		contexts = append(contexts, name)
+	}
+	sort.Strings(contexts)
+	has := "it has no contexts"
+	if len(contexts) > 0 {
+		has = "it has " + strings.Join(contexts, ", ")
+	}
+	switch {
+	case len(loaded.Contexts) == 0 && len(loaded.Clusters) == 0 && len(loaded.AuthInfos) == 0:
+		return fmt.Errorf("the kubeconfig %s (from %s) is empty: no clusters, users or contexts", names, from)
+	case f.kubeContext != "" && loaded.Contexts[f.kubeContext] == nil:
+		return fmt.Errorf("--context %s is not in the kubeconfig %s (%s)", f.kubeContext, names, has)
+	case f.kubeContext == "" && loaded.CurrentContext == "":
+		return fmt.Errorf("the kubeconfig %s (from %s) has no current-context: pass --context NAME (%s)", names, from, has)
+	case f.kubeContext == "" && loaded.Contexts[loaded.CurrentContext] == nil:
+		return fmt.Errorf("the kubeconfig %s (from %s) names current-context %s, which it does not define (%s)", names, from, loaded.CurrentContext, has)
+	}
+	return nil
+}
+
+// outputDir checks at the start that -o can be written where it points:
+// its directory exists and is a directory.
+func outputDir(out string) error {
+	if out == "" || out == "-" {
+		return nil
+	}
+	dir := filepath.Dir(out)
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("-o %s: the directory %s does not exist", out, dir)
+	case !st.IsDir():
+		return fmt.Errorf("-o %s: %s is not a directory", out, dir)
+	}
+	return nil
+}
+
 func (a *app) runRecord(f recordFlags) error {
+	if err := outputDir(f.out); err != nil {
+		return err
+	}
 	sctx, err := context(f.bundleDir, f.crdFile, f.source)
 	if err != nil {
 		return err

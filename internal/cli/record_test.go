@@ -73,17 +73,17 @@ func TestRecordErrors(t *testing.T) {
 		{
 			name: "no kubeconfig at all",
 			args: source,
-			want: "statuscheck: no kubeconfig: pass --kubeconfig, set KUBECONFIG, or create ~/.kube/config\n",
+			want: "statuscheck: no kubeconfig: the default path " + clientcmd.RecommendedHomeFile + " does not exist (pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config)\n",
 		},
 		{
 			name: "--kubeconfig names a missing file",
 			args: append([]string{"--kubeconfig", filepath.Join(home, "nope")}, source...),
-			want: "statuscheck: --kubeconfig " + filepath.Join(home, "nope") + ": no such file\n",
+			want: "statuscheck: no kubeconfig: --kubeconfig " + filepath.Join(home, "nope") + " does not exist (pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config)\n",
 		},
 		{
 			name: "an unknown --context",
 			args: append([]string{"--kubeconfig", "KUBECONFIG", "--context", "prod"}, source...),
-			want: `statuscheck: loading the kubeconfig: context "prod" does not exist` + "\n",
+			want: "statuscheck: --context prod is not in the kubeconfig ",
 		},
 		{
 			name: "a server nobody answers at",

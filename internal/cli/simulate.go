@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	gocontext "context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -82,7 +84,7 @@ those as StatusTraces that simulate replays to the same violation.`,
 				if len(args) != 0 {
 					return usagef("--explore takes no TRACE: it builds the traces itself")
 				}
-				if f.bundleDir == "" && f.crdFile == "" {
+				if f.bundleDir == "" && (f.crdFile == "" || f.source == "") {
 					return usagef("--explore needs the status source: --bundle, or --crd with --source")
 				}
 				if f.output.value == "html" {
@@ -97,6 +99,9 @@ those as StatusTraces that simulate replays to the same violation.`,
 			}
 			if len(args) != 1 {
 				return usagef("simulate needs a TRACE (or --explore)")
+			}
+			if f.source != "" && f.crdFile == "" {
+				return usagef("--source needs --crd: the CRD of the object it names")
 			}
 			if cmd.Flags().Changed("depth") || f.counterexamples != "" || cmd.Flags().Changed("timeout") {
 				return usagef("--depth, --timeout and --write-counterexamples go with --explore")
@@ -123,7 +128,6 @@ those as StatusTraces that simulate replays to the same violation.`,
 	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into this directory")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "source")
-	cmd.MarkFlagsRequiredTogether("crd", "source")
 	return cmd
 }
 
@@ -136,8 +140,14 @@ func policies(name string) ([]contract.Policy, contract.Policy) {
 }
 
 func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
-	ctx, err := context(f.bundleDir, f.crdFile, f.source)
-	if err != nil {
+	var ctx *source.Context
+	var err error
+	if f.crdFile != "" && f.source == "" {
+		// --crd alone: the trace's own statusSource names the object.
+		if ctx, err = declaredContext(path, f); err != nil {
+			return 0, err
+		}
+	} else if ctx, err = context(f.bundleDir, f.crdFile, f.source); err != nil {
 		return 0, err
 	}
 	opts := trace.OpenOptions{Format: trace.Format(f.format.value), Limits: trace.DefaultLimits}
@@ -185,12 +195,23 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 			err = report.SimulationHTML(a.stdout, sum, rows)
 		}
 	default:
+		// A file's timeline is shown once the replay is whole, so an exit
+		// 2 leaves stdout empty; a live stream (-) shows each row as it
+		// comes.
+		var buf bytes.Buffer
+		var w io.Writer = &buf
+		if path == "-" {
+			w = a.stdout
+		}
 		head := simulate.NewSummary(t, cfg)
 		head.Notes = notes
-		tl := report.NewTimeline(a.stdout, head)
+		tl := report.NewTimeline(w, head)
 		sum, err = simulate.Replay(t, cfg, tl.Row)
 		if err == nil {
 			err = tl.Close(sum)
+		}
+		if err == nil && path != "-" {
+			_, err = a.stdout.Write(buf.Bytes())
 		}
 	}
 	if err != nil {
@@ -205,6 +226,26 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 		fmt.Fprintf(a.stderr, "statuscheck: stopped by a signal after %s; the verdicts above are for those\n", report.Plural(sum.Steps, "step", "steps"))
 	}
 	return sum.ExitCode(failOn), nil
+}
+
+// declaredContext resolves --crd without --source from the status source
+// a StatusTrace declares (its statusSource:), reading the trace's header
+// once; the trace is then opened again with that context.
+func declaredContext(path string, f simulateFlags) (*source.Context, error) {
+	const need = "--crd needs --source GROUP/VERSION/KIND/NAME"
+	if path == "-" {
+		return nil, usagef("%s when the trace is read from stdin", need)
+	}
+	t, err := trace.Open(path, trace.OpenOptions{Format: trace.Format(f.format.value), Limits: trace.DefaultLimits})
+	if err != nil {
+		return nil, err
+	}
+	declared := t.Declared
+	t.Close()
+	if declared == nil {
+		return nil, usagef("%s: %s declares no statusSource", need, path)
+	}
+	return source.FromCRDFor(f.crdFile, declared, "the trace's statusSource")
 }
 
 // context resolves --bundle, or --crd with --source (nil when neither

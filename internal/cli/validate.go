@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,14 +60,19 @@ output when a bundle could not be read.`,
 			}
 			rep := validate.Paths(args, opts, bundle.Options{}, progress)
 			a.clearProgress()
-			if (output.value == "manifest-result" || output.value == "scorecard") && rep.Failed() {
-				// operator-sdk and scorecard take any JSON on stdout for a
-				// verdict: when statuscheck could not validate, give none.
-				var errs []string
+			if rep.Failed() && output.value != "json" && output.value != "sarif" && output.value != "junit" {
+				// Exit 2 prints no half result: what could not be read goes
+				// to stderr, and stdout stays empty (operator-sdk and
+				// scorecard take any JSON there for a verdict). JSON, SARIF
+				// and JUnit are whole documents that record the failed run
+				// as such (errors, executionSuccessful false, an error case).
+				var errs []error
 				for _, b := range rep.Bundles {
-					errs = append(errs, b.Errors...)
+					for _, e := range b.Errors {
+						errs = append(errs, errors.New(e))
+					}
 				}
-				return fmt.Errorf("%s", strings.Join(errs, "; "))
+				return errors.Join(errs...)
 			}
 			var err error
 			switch output.value {

@@ -196,6 +196,9 @@ func Load(path string, opts Options) (*Bundle, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("loading bundle %s: not a directory (want a bundle root with manifests/ and metadata/, or a manifests directory)", path)
 	}
+	if entries, err := fsys.ReadDir(path); err == nil && len(entries) == 0 {
+		return nil, fmt.Errorf("loading bundle %s: an empty directory (want a bundle root with manifests/ and metadata/, or a manifests directory)", path)
+	}
 	b := &Bundle{Path: path, Root: path, ManifestsDir: path}
 	metadataDir := ""
 	if mst, err := fsys.Stat(filepath.Join(path, "manifests")); err == nil && mst.IsDir() {
@@ -224,6 +227,51 @@ func Load(path string, opts Options) (*Bundle, error) {
 	b.checkMetadata()
 	b.checkKinds()
 	return b, nil
+}
+
+// Roots expands a directory of bundles (a subdirectory per bundle, as an
+// operator's bundle/ tree or a catalog's source keeps them, and no
+// manifest of its own at the top) into those bundles, in name order. Any
+// other path, or one it cannot read, is itself: Load says what is wrong.
+func Roots(path string, opts Options) []string {
+	fsys := opts.fs()
+	entries, err := fsys.ReadDir(path)
+	if err != nil {
+		return []string{path}
+	}
+	var subs []string
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, "."):
+		case name == "manifests" || name == "metadata":
+			return []string{path} // a bundle root
+		case !e.IsDir():
+			if isManifestName(name) {
+				return []string{path} // a directory of manifests
+			}
+		case holdsBundle(fsys, filepath.Join(path, name)):
+			subs = append(subs, filepath.Join(path, name))
+		}
+	}
+	if len(subs) == 0 {
+		return []string{path}
+	}
+	return subs
+}
+
+// holdsBundle: a directory with manifests/ or a manifest file of its own.
+func holdsBundle(fsys FS, dir string) bool {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if (e.IsDir() && e.Name() == "manifests") || (!e.IsDir() && isManifestName(e.Name())) {
+			return true
+		}
+	}
+	return false
 }
 
 func unwrapPathError(err error) error {

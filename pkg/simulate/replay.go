@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -205,8 +206,8 @@ func contradicts(t *trace.Trace, c *source.Context) error {
 		group := schema.FromAPIVersionAndKind(apiVersion, kind).Group
 		if kind != want.Kind || group != wantGroup || (name != "" && name != want.Name) ||
 			(ns != "" && want.Namespace != "" && ns != want.Namespace) {
-			return &trace.TraceError{File: t.File, Msg: fmt.Sprintf("%s is %s %s/%s, but %s names %s %s/%s", what,
-				kind, orCoreGroup(group), name, c.From, want.Kind, orCoreGroup(wantGroup), want.Name)}
+			return &trace.TraceError{File: t.File, Msg: fmt.Sprintf("%s is %s, but %s names %s", what,
+				describeRef(kind, group, ns, name), c.From, describeRef(want.Kind, wantGroup, want.Namespace, want.Name))}
 		}
 		return nil
 	}
@@ -220,6 +221,15 @@ func contradicts(t *trace.Trace, c *source.Context) error {
 		return check("the trace's initial object", id.APIVersion, id.Kind, id.Name, id.Namespace)
 	}
 	return nil
+}
+
+// describeRef names an object as "CoolOperator cool.operators.corp
+// cool-system/cool-operator", the namespace left out when there is none.
+func describeRef(kind, group, ns, name string) string {
+	if ns != "" {
+		name = ns + "/" + name
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s %s %s", kind, orCoreGroup(group), name))
 }
 
 func orCoreGroup(g string) string {

@@ -45,7 +45,8 @@ type Context struct {
 	Example map[string]interface{}
 	// Bundle is the bundle the context came from (nil for --crd).
 	Bundle *bundle.Bundle
-	// From says where the context came from ("bundle DIR", "--crd FILE").
+	// From says where the status source came from ("bundle DIR",
+	// "--source REF").
 	From string
 }
 
@@ -63,6 +64,8 @@ func FromBundle(dir string) (*Context, error) {
 	}
 	csv := b.CSV()
 	switch {
+	case csv == nil && unreadable(b) != nil:
+		return nil, unreadable(b)
 	case csv == nil:
 		return nil, fmt.Errorf("%s: no ClusterServiceVersion", dir)
 	case len(b.CSVs) > 1:
@@ -79,6 +82,9 @@ func FromBundle(dir string) (*Context, error) {
 	gv := src.GroupVersion()
 	c := b.FindCRD(gv.Group, src.Kind)
 	if c == nil {
+		if err := unreadable(b); err != nil {
+			return nil, fmt.Errorf("%s: no CRD in the bundle defines %s in group %s; a manifest could not be read:\n%w", dir, src.Kind, gv.Group, err)
+		}
 		return nil, fmt.Errorf("%s: no CRD in the bundle defines %s in group %s", dir, src.Kind, gv.Group)
 	}
 	ctx, err := forCRD(src, c, "bundle "+dir)
@@ -88,6 +94,19 @@ func FromBundle(dir string) (*Context, error) {
 	ctx.Example, _ = bundle.StatusSourceExample(csv.Obj, src)
 	ctx.Bundle = b
 	return ctx, nil
+}
+
+// unreadable is what validate says of manifests that could not be read
+// (manifest-parse, manifest-limit), with their positions; nil when every
+// manifest was read.
+func unreadable(b *bundle.Bundle) error {
+	var errs []error
+	for _, p := range b.Problems {
+		if p.Code == bundle.CodeParse || p.Code == bundle.CodeLimit {
+			errs = append(errs, fmt.Errorf("%s: error %s: %s", p.Pos, p.Code, p.Message))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func forCRD(src *v1alpha1.StatusSource, c *crd.CRD, from string) (*Context, error) {
@@ -132,6 +151,12 @@ func FromCRD(path, ref string) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FromCRDFor(path, src, "--source "+ref)
+}
+
+// FromCRDFor is FromCRD for a status source given as a value (a trace's
+// own statusSource); from says where it came from, for messages.
+func FromCRDFor(path string, src *v1alpha1.StatusSource, from string) (*Context, error) {
 	gv := src.GroupVersion()
 	var kinds, others []string
 	files, err := crdFiles(path)
@@ -145,7 +170,7 @@ func FromCRD(path, ref string) (*Context, error) {
 		}
 		for _, c := range crds {
 			if c.Group() == gv.Group && c.Kind() == src.Kind {
-				return forCRD(src, c, "--crd "+filepath.Base(f))
+				return forCRD(src, c, from)
 			}
 			kinds = append(kinds, c.Kind()+"."+c.Group())
 		}

@@ -49,7 +49,7 @@ func TestFromCRD(t *testing.T) {
 	ctx, err := FromCRD(crdFile, "cool.operators.corp/v1beta1/CoolOperator/cool-system/cool-operator")
 	require.NoError(t, err)
 	assert.Equal(t, "cool-system", ctx.Source.Namespace)
-	assert.Equal(t, "--crd cool.operators.corp_cooloperators.yaml", ctx.From)
+	assert.Equal(t, "--source cool.operators.corp/v1beta1/CoolOperator/cool-system/cool-operator", ctx.From)
 
 	// A directory of CRDs, as config/crd/bases, with other files beside.
 	dir := t.TempDir()
@@ -60,7 +60,7 @@ func TestFromCRD(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# not a manifest\n"), 0o644))
 	ctx, err = FromCRD(dir, "cool.operators.corp/v1beta1/CoolOperator/cool-operator")
 	require.NoError(t, err)
-	assert.Equal(t, "--crd cool.yaml", ctx.From)
+	assert.Equal(t, "--source cool.operators.corp/v1beta1/CoolOperator/cool-operator", ctx.From)
 	crds, err := LoadCRDs(dir)
 	require.NoError(t, err)
 	assert.Len(t, crds, 1)

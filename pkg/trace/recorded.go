@@ -579,7 +579,27 @@ func (d *differ) noSteps() error {
 	if len(d.others) > 0 {
 		msg += fmt.Sprintf(" (other objects skipped: %s)", d.otherObjects())
 	}
-	return &TraceError{File: d.t.File, Msg: msg + "; simulate replays a StatusTrace, a stream of snapshots in which the status-source CR changes (kubectl get -w -o json), or an audit log that writes it"}
+	msg += "; simulate replays a StatusTrace, a stream of snapshots in which the status-source CR changes (kubectl get -w -o json), or an audit log that writes it"
+	if d.t.Identity.Kind == csvKind {
+		msg += csvHint
+	}
+	return &TraceError{File: d.t.File, Msg: msg}
+}
+
+const (
+	csvKind = "ClusterServiceVersion"
+	// csvHint points a CSV given as the trace at where it belongs.
+	csvHint = "; a ClusterServiceVersion is not a trace: give its bundle with --bundle DIR and the trace to replay as the argument"
+)
+
+// onlyCSVs: the skipped objects are all ClusterServiceVersions.
+func (d *differ) onlyCSVs() bool {
+	for k := range d.others {
+		if !strings.HasPrefix(k, csvKind+" ") {
+			return false
+		}
+	}
+	return len(d.others) > 0
 }
 
 // nothing says why a recording holds nothing to replay.
@@ -592,6 +612,9 @@ func (d *differ) nothing() error {
 	case d.lastRead != nil:
 		return &TraceError{File: d.t.File, Msg: fmt.Sprintf("the log reads %s but never writes it: nothing to replay", what)}
 	case len(d.others) > 0:
+		if d.onlyCSVs() {
+			return &TraceError{File: d.t.File, Msg: fmt.Sprintf("no recording of %s in the input; it has %s%s", what, d.otherObjects(), csvHint)}
+		}
 		return &TraceError{File: d.t.File, Msg: fmt.Sprintf("no recording of %s in the input; it has %s (give --bundle, or --crd with --source, to name the object)", what, d.otherObjects())}
 	}
 	return &TraceError{File: d.t.File, Msg: fmt.Sprintf("no recording of %s in the input", what)}

@@ -57,7 +57,8 @@ type Progress func(bundles int)
 
 // Paths loads and validates bundles concurrently, at most GOMAXPROCS at a
 // time, sharing one probe cache (opts.Probes, or a new one). A path that
-// is a file-based catalog contributes one result per bundle it carries.
+// is a file-based catalog contributes one result per bundle it carries; a
+// directory of bundles (bundle.Roots), one per bundle in it.
 // The report lists paths in the order given, whatever order they finish
 // in, and a catalog's bundles by file and name.
 func Paths(paths []string, opts Options, load bundle.Options, progress Progress) *result.Report {
@@ -72,13 +73,17 @@ func Paths(paths []string, opts Options, load bundle.Options, progress Progress)
 			groups[i] = Catalog(p, opts, progress)
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			groups[i] = []result.Bundle{Path(p, opts, load)}
-		}()
+		roots := bundle.Roots(p, load)
+		groups[i] = make([]result.Bundle, len(roots))
+		for j, root := range roots {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				groups[i][j] = Path(root, opts, load)
+			}()
+		}
 	}
 	wg.Wait()
 	rep := &result.Report{Bundles: []result.Bundle{}}
