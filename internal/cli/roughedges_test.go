@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,4 +253,201 @@ func TestVersionCompletionAndTheSDKValidator(t *testing.T) {
 	got, err := cmd.Output()
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "operator-sdk external validator")
+}
+
+// TestTimelineColumnsFitAndShowWhatTheGateReads: a generation near the
+// last int64 and OLM's "updateStatus OperatorCondition" stay in their
+// columns; in the OperatorCondition flow UPGRADEABLE is OLM's copy on
+// the OperatorCondition (what isOperatorUpgradeable reads), with its
+// generation; the violations are listed by step, the end of the run last.
+func TestTimelineColumnsFitAndShowWhatTheGateReads(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "testdata/traces/handshake-operatorcondition.yaml"))
+	require.NoError(t, err)
+	s := strings.ReplaceAll(string(data), "generation: 3}", "generation: 9223372036854775000}")
+	s = strings.ReplaceAll(s, "observedGeneration: 3}", "observedGeneration: 9223372036854775000}")
+	s = strings.ReplaceAll(s, "observedGeneration: 4}", "observedGeneration: 9223372036854775001}")
+	tr := filepath.Join(t.TempDir(), "big.yaml")
+	require.NoError(t, os.WriteFile(tr, []byte(s), 0o644))
+	code, stdout, stderr := run(t, "simulate", tr)
+	require.Equal(t, 0, code, "%s%s", stdout, stderr)
+	lines := strings.Split(stdout, "\n")
+	h := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "STEP ") {
+			h = i
+		}
+	}
+	require.GreaterOrEqual(t, h, 0, stdout)
+	header := lines[h]
+	assert.Contains(t, header, "UPGRADEABLE (OC)")
+	var starts []int
+	for i := range header {
+		if header[i] != ' ' && (i == 0 || header[i-1] == ' ') && !strings.HasPrefix(header[i:], "(OC)") {
+			starts = append(starts, i)
+		}
+	}
+	rows := 0
+	for _, row := range lines[h+1:] {
+		if row == "" {
+			break
+		}
+		rows++
+		for _, c := range starts[:len(starts)-1] { // VIOLATIONS may be empty
+			require.Greater(t, len(row), c, "row %q ends before column %d", row, c)
+			assert.True(t, c == 0 || (row[c] != ' ' && row[c-1] == ' '), "row %q: no cell starts at column %d of %q", row, c, header)
+		}
+	}
+	assert.Equal(t, 12, rows)
+	assert.Contains(t, stdout, "olm      updateStatus OperatorCondition 9223372036854775001 OC gen=2 False og=2 -\n")
+	assert.Contains(t, stdout, "olm      check (expect Allow)           9223372036854775001 OC gen=3 True og=3  Allow\n")
+
+	// Violations by step, the end of the run last.
+	code, stdout, _ = run(t, "simulate", "--policy", "all", "testdata/traces/future-observed-generation.yaml")
+	require.Equal(t, 1, code)
+	var order []string
+	for _, l := range strings.Split(stdout, "\n") {
+		switch {
+		case strings.Contains(l, " at step ") && strings.HasPrefix(l, "end of trace"):
+			order = append(order, "end")
+		case strings.Contains(l, " at step "):
+			order = append(order, l[strings.Index(l, " at step ")+9:][:1])
+		}
+	}
+	assert.Equal(t, []string{"2", "3", "end", "end"}, order)
+}
+
+// editBundle copies the good bundle and applies old→new edits to a file
+// of its manifests.
+func editBundle(t *testing.T, file string, edits ...[2]string) string {
+	t.Helper()
+	dir := copyTree(t, "testdata/bundles/good")
+	p := filepath.Join(dir, "manifests", file)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := string(data)
+	for _, e := range edits {
+		require.Contains(t, s, e[0])
+		s = strings.Replace(s, e[0], e[1], 1)
+	}
+	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+	return dir
+}
+
+const (
+	goodCSVFile = "cool-operator.clusterserviceversion.yaml"
+	goodCRDFile = "cool.operators.corp_cooloperators.yaml"
+	goodSource  = `'{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator"}'`
+)
+
+func TestInvalidAnnotationIsNotProbed(t *testing.T) {
+	// A condition type metav1.Condition does not allow, on a CRD that
+	// gives condition types metav1.Condition's pattern: one
+	// status-source-invalid, no status-write-rejected from probing it.
+	dir := editBundle(t, goodCRDFile, [2]string{"                      maxLength: 316\n", "                      maxLength: 316\n                      pattern: ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$\n"})
+	csv := filepath.Join(dir, "manifests", goodCSVFile)
+	data, err := os.ReadFile(csv)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(csv, []byte(strings.Replace(string(data), goodSource,
+		`'{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator","conditions":["Upgradeable","Ready!"]}'`, 1)), 0o644))
+	code, stdout, _ := run(t, "validate", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, `error status-source-invalid: status-source annotation: conditions[1]: "Ready!" is not a condition type metav1.Condition allows`)
+	assert.NotContains(t, stdout, "status-write-rejected")
+	assert.Contains(t, stdout, "1 error,")
+}
+
+func TestCRDStorageVersionsAreOneFinding(t *testing.T) {
+	tests := []struct {
+		name  string
+		edits [][2]string
+	}{
+		{name: "no storage version", edits: [][2]string{{"storage: true", "storage: false"}}},
+		{name: "two storage versions", edits: [][2]string{{"  versions:\n  - name: v1beta1\n", "  versions:\n  - name: v1alpha1\n    served: false\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n  - name: v1beta1\n"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := editBundle(t, goodCRDFile, tt.edits...)
+			code, stdout, _ := run(t, "validate", dir)
+			assert.Equal(t, 1, code, stdout)
+			crdFile := filepath.Join(dir, "manifests", goodCRDFile)
+			assert.Contains(t, stdout, crdFile+":14:3: error status-source-crd-invalid: the apiserver refuses CRD cooloperators.cool.operators.corp: spec.versions: must have exactly one version marked as storage version\n", "at the versions, the apiserver's words")
+			assert.NotContains(t, stdout, "status.storedVersions")
+			assert.NotContains(t, stdout, `"Name":`, "no struct dump")
+			assert.Contains(t, stdout, "1 bundle checked: 1 error,")
+		})
+	}
+}
+
+func TestAnnotationDecodeErrorsAtTheAnnotation(t *testing.T) {
+	tests := []struct {
+		name, value, words string
+	}{
+		{name: "a YAML list", value: "[1, 2]", words: "an array"},
+		{name: "a YAML mapping", value: "{a: 1}", words: "an object"},
+		{name: "an unquoted number", value: "5", words: "a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := editBundle(t, goodCSVFile, [2]string{goodSource, tt.value})
+			code, stdout, _ := run(t, "validate", dir)
+			assert.Equal(t, 1, code)
+			csv := filepath.Join(dir, "manifests", goodCSVFile)
+			assert.Contains(t, stdout, csv+":11:41: error manifest-parse: decoding ClusterServiceVersion: field metadata.annotations: the value of operatorframework.io/status-source is "+tt.words+"; it must be a string")
+		})
+	}
+}
+
+func TestJUnitSuitesByPathAndSARIFFileLocations(t *testing.T) {
+	// Two paths holding the same CSV: two suites, named by path, with
+	// the file they are about.
+	a, b := copyTree(t, "testdata/bundles/good"), copyTree(t, "testdata/bundles/good")
+	code, stdout, _ := run(t, "validate", "-o", "junit", a, b)
+	assert.Equal(t, 0, code)
+	var doc struct {
+		Suites []struct {
+			Name  string `xml:"name,attr"`
+			File  string `xml:"file,attr"`
+			Cases []struct {
+				File string `xml:"file,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal([]byte(stdout), &doc))
+	require.Len(t, doc.Suites, 2)
+	assert.Equal(t, a+" (cool-operator.v0.2.0)", doc.Suites[0].Name)
+	assert.Equal(t, b+" (cool-operator.v0.2.0)", doc.Suites[1].Name)
+	assert.Equal(t, filepath.Join(a, "manifests", goodCSVFile), doc.Suites[0].File)
+	for _, c := range doc.Suites[1].Cases {
+		assert.Equal(t, filepath.Join(b, "manifests", goodCSVFile), c.File)
+	}
+	// A finding about a directory (no metadata/) is placed in the CSV.
+	noMeta := copyTree(t, "testdata/bundles/good")
+	require.NoError(t, os.RemoveAll(filepath.Join(noMeta, "metadata")))
+	code, stdout, _ = run(t, "validate", "-o", "sarif", "--fail-on", "warning", noMeta)
+	assert.Equal(t, 1, code)
+	var log struct {
+		Runs []struct {
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				Message   struct{ Text string }
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct{ URI string } `json:"artifactLocation"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &log))
+	found := false
+	for _, r := range log.Runs[0].Results {
+		if r.RuleID != "bundle-metadata-missing" {
+			continue
+		}
+		found = true
+		uri := r.Locations[0].PhysicalLocation.ArtifactLocation.URI
+		assert.True(t, strings.HasSuffix(uri, "manifests/"+goodCSVFile), "a file, not the directory: %s", uri)
+		assert.Contains(t, r.Message.Text, noMeta+": ")
+	}
+	assert.True(t, found, stdout)
 }

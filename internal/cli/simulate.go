@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	gocontext "context"
 	"encoding/json"
 	"fmt"
@@ -195,23 +194,25 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 			err = report.SimulationHTML(a.stdout, sum, rows)
 		}
 	default:
-		// A file's timeline is shown once the replay is whole, so an exit
-		// 2 leaves stdout empty; a live stream (-) shows each row as it
-		// comes.
-		var buf bytes.Buffer
-		var w io.Writer = &buf
-		if path == "-" {
-			w = a.stdout
+		// A file's timeline is spooled to a temporary file and shown once
+		// the replay is whole, so an exit 2 leaves stdout empty and the
+		// columns fit; a live stream (-) shows each row as it comes.
+		var spool io.ReadWriteSeeker
+		if path != "-" {
+			f, err := os.CreateTemp("", "statuscheck-timeline-*")
+			if err != nil {
+				return 0, fmt.Errorf("spooling the timeline: %w", err)
+			}
+			defer os.Remove(f.Name())
+			defer f.Close()
+			spool = f
 		}
 		head := simulate.NewSummary(t, cfg)
 		head.Notes = notes
-		tl := report.NewTimeline(w, head)
+		tl := report.NewTimeline(a.stdout, head, spool)
 		sum, err = simulate.Replay(t, cfg, tl.Row)
 		if err == nil {
 			err = tl.Close(sum)
-		}
-		if err == nil && path != "-" {
-			_, err = a.stdout.Write(buf.Bytes())
 		}
 	}
 	if err != nil {

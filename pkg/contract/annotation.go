@@ -18,7 +18,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
@@ -213,6 +215,13 @@ func Check(s *v1alpha1.StatusSource) []Problem {
 				add(f, "empty condition type")
 			case seen[c]:
 				add(f, "%q is listed twice", c)
+			default:
+				// metav1.Condition's type, as the apiserver validates it
+				// (k8s.io/apimachinery/pkg/apis/meta/v1/validation,
+				// ValidateCondition: ValidateLabelName).
+				for _, e := range metav1validation.ValidateLabelName(c, field.NewPath(f)) {
+					add(f, "%q is not a condition type metav1.Condition allows: %s", c, e.Detail)
+				}
 			}
 			seen[c] = true
 			if c == ConditionUpgradeable {

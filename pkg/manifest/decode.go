@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -36,17 +37,74 @@ func DecodeInto(doc *Document, into interface{}) (err error) {
 	jerr := json.Unmarshal(data, into)
 	var ute *json.UnmarshalTypeError
 	if errors.As(jerr, &ute) && ute.Field != "" {
-		n := findTyped(doc.Node, strings.Split(ute.Field, "."), ute.Value)
+		fields := strings.Split(ute.Field, ".")
+		if k, v := mapEntryOfKind(doc.Node, fields, ute.Value, ute.Type); v != nil {
+			// A value of a map (metadata.annotations, labels): name its key.
+			return &Error{Pos: Position{File: doc.File, Line: v.Line, Column: v.Column},
+				Msg: fmt.Sprintf("field %s: the value of %s is %s; it must be %s", ute.Field, k.Value, withArticle(ute.Value), withArticle(typeWord(ute.Type)))}
+		}
+		n := findTyped(doc.Node, fields, ute.Value)
 		if n == nil {
 			n = doc.Node
 		}
 		return &Error{Pos: Position{File: doc.File, Line: n.Line, Column: n.Column},
-			Msg: fmt.Sprintf("field %s: cannot use a %s as %s", ute.Field, ute.Value, ute.Type)}
+			Msg: fmt.Sprintf("field %s: %s where %s belongs", ute.Field, withArticle(ute.Value), withArticle(typeWord(ute.Type)))}
 	}
 	if jerr != nil {
 		return &Error{Pos: doc.Pos(), Msg: jerr.Error()}
 	}
 	return &Error{Pos: doc.Pos(), Msg: cerr.Error()}
+}
+
+// mapEntryOfKind finds, when fields lead to a mapping that decodes into
+// a Go map of scalars (annotations: map[string]string), its first entry
+// whose value has the JSON kind want: that entry is the wrong one.
+func mapEntryOfKind(n *yaml.Node, fields []string, want string, typ reflect.Type) (key, value *yaml.Node) {
+	switch typ.Kind() {
+	case reflect.Map, reflect.Struct, reflect.Slice, reflect.Array, reflect.Interface:
+		return nil, nil
+	}
+	for _, f := range fields {
+		if n = mappingValue(n, f); n == nil {
+			return nil, nil
+		}
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if jsonKind(n.Content[i+1]) == want {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+// typeWord names a Go type as JSON does: "string", "number", "bool",
+// "object", "array".
+func typeWord(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "bool"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	}
+	return t.String()
+}
+
+// withArticle puts "a" or "an" before a JSON kind: "an array", "a string".
+func withArticle(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an " + w
+	}
+	return "a " + w
 }
 
 // findTyped follows dotted field names (encoding/json leaves list indexes

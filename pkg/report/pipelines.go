@@ -93,6 +93,25 @@ func nameOf(b result.Bundle) string {
 	return b.Path
 }
 
+// suiteName names a bundle's JUnit suite by its path, so two paths that
+// hold the same CSV stay two suites: "bundles/a (cool-operator.v0.2.0)",
+// and a catalog's entries by file and bundle name.
+func suiteName(b result.Bundle) string {
+	if b.Name == "" {
+		return b.Path
+	}
+	return b.Path + " (" + b.Name + ")"
+}
+
+// bundleFile is the file that stands for a bundle: its CSV, else its
+// metadata/annotations.yaml, else its path.
+func bundleFile(b result.Bundle) string {
+	if b.File != "" {
+		return b.File
+	}
+	return b.Path
+}
+
 func appendOnce(list []string, s string) []string {
 	for _, x := range list {
 		if x == s {
@@ -149,6 +168,12 @@ func SARIF(w io.Writer, rep *result.Report, rules []validate.Rule, root, version
 			msg := f.Message
 			if object != "" {
 				msg = object + ": " + msg
+			}
+			if st, err := os.Stat(file); err == nil && st.IsDir() && b.File != "" {
+				// Code scanning places a result in a file: a finding about
+				// a directory goes to the bundle's CSV (or annotations.yaml).
+				msg = file + ": " + msg
+				file = b.File
 			}
 			phys := sarif.NewPhysicalLocation().WithArtifactLocation(artifact(root, file))
 			if f.Line > 0 && object == "" {
@@ -235,6 +260,7 @@ type junitSuites struct {
 
 type junitSuite struct {
 	Name      string      `xml:"name,attr"`
+	File      string      `xml:"file,attr,omitempty"`
 	Tests     int         `xml:"tests,attr"`
 	Failures  int         `xml:"failures,attr"`
 	Errors    int         `xml:"errors,attr"`
@@ -244,6 +270,7 @@ type junitSuite struct {
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	ClassName string        `xml:"classname,attr"`
+	File      string        `xml:"file,attr,omitempty"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	Error     *junitFailure `xml:"error,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
@@ -262,7 +289,7 @@ type junitFailure struct {
 func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result.Severity) error {
 	out := junitSuites{Name: "statuscheck"}
 	for _, b := range rep.Bundles {
-		suite := junitSuite{Name: nameOf(b)}
+		suite := junitSuite{Name: suiteName(b), File: bundleFile(b)}
 		byRule := map[string][]result.Finding{}
 		for _, f := range b.Findings {
 			byRule[f.Rule] = append(byRule[f.Rule], f)
@@ -273,7 +300,10 @@ func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result
 				// finding did not pass, it was not checked.
 				continue
 			}
-			tc := junitCase{Name: r.ID, ClassName: "statuscheck." + nameOf(b)}
+			tc := junitCase{Name: r.ID, ClassName: "statuscheck." + suite.Name, File: suite.File}
+			if fs := byRule[r.ID]; len(fs) > 0 {
+				tc.File, _ = splitObject(fs[0].File)
+			}
 			var failing, other []string
 			for _, f := range byRule[r.ID] {
 				line := fmt.Sprintf("%s: %s %s: %s", position(f), f.Severity, f.Rule, f.Message)
@@ -294,7 +324,7 @@ func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result
 			suite.TestCases = append(suite.TestCases, tc)
 		}
 		if len(b.Errors) > 0 {
-			suite.TestCases = append(suite.TestCases, junitCase{Name: "read", ClassName: "statuscheck." + nameOf(b),
+			suite.TestCases = append(suite.TestCases, junitCase{Name: "read", ClassName: "statuscheck." + suite.Name, File: suite.File,
 				Error: &junitFailure{Message: "the bundle could not be read completely", Type: "read", Text: strings.Join(b.Errors, "\n")}})
 			suite.Errors++
 		}

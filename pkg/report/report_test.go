@@ -172,7 +172,7 @@ func short() (*trace.Trace, *simulate.Config) {
 func TestTimeline(t *testing.T) {
 	var b bytes.Buffer
 	tr, cfg := short()
-	tl := NewTimeline(&b, simulate.NewSummary(tr, cfg))
+	tl := NewTimeline(&b, simulate.NewSummary(tr, cfg), nil)
 	sum, err := simulate.Replay(tr, cfg, tl.Row)
 	require.NoError(t, err)
 	require.NoError(t, tl.Close(sum))

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -8,21 +9,60 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 )
 
-// Timeline writes a replay as text, a row per step, as the steps come: a
-// trace of millions of steps streams through without being held.
+// Timeline writes a replay as text, a row per step. With a spool (a
+// temporary file), the rows are held there until Close, which writes the
+// whole run at once with each column as wide as its widest cell: nothing
+// is printed for a replay that fails, and memory does not grow with the
+// trace. Without one (a live stream) each row is written as it comes, in
+// fixed widths that a longer cell pushes right.
 type Timeline struct {
-	w   io.Writer
-	sum *simulate.Summary
-	err error
+	w     io.Writer
+	sum   *simulate.Summary
+	err   error
+	spool io.ReadWriteSeeker
+	buf   *bufio.Writer
+	// widths are the spooled columns' widest cells, the header's included.
+	widths []int
 }
 
-// NewTimeline writes the header of a run.
-func NewTimeline(w io.Writer, sum *simulate.Summary) *Timeline {
-	t := &Timeline{w: w, sum: sum}
+// timelineWidths are a live stream's fixed column widths.
+var timelineWidths = []int{5, 5, 8, 28, 4, 16}
+
+// NewTimeline starts the text of a run: at once without a spool, at Close
+// with one.
+func NewTimeline(w io.Writer, sum *simulate.Summary, spool io.ReadWriteSeeker) *Timeline {
+	t := &Timeline{w: w, sum: sum, spool: spool}
+	if spool == nil {
+		t.head(t.columns(), timelineWidths)
+		return t
+	}
+	t.buf = bufio.NewWriter(spool)
+	for _, c := range t.columns() {
+		t.widths = append(t.widths, len(c))
+	}
+	return t
+}
+
+func (t *Timeline) columns() []string {
+	upgradeable := "UPGRADEABLE"
+	if t.sum.Mode == v1alpha1.HandshakeOperatorCondition {
+		upgradeable = "UPGRADEABLE (OC)" // what OLM's gate reads
+	}
+	cols := []string{"STEP", "LINE", "ACTOR", "ACTION", "GEN", upgradeable}
+	for _, p := range t.sum.Policies {
+		cols = append(cols, string(p))
+	}
+	return append(cols, "VIOLATIONS")
+}
+
+// head writes the run's header and the column names.
+func (t *Timeline) head(cols []string, widths []int) {
+	sum := t.sum
 	name := sum.File
 	if sum.Name != "" {
 		name = fmt.Sprintf("%s (%s)", sum.Name, sum.File)
@@ -33,12 +73,29 @@ func NewTimeline(w io.Writer, sum *simulate.Summary) *Timeline {
 	for _, n := range sum.Notes {
 		t.printf("note:      %s\n", n)
 	}
-	t.printf("\n%-5s %-5s %-8s %-28s %-4s %-16s", "STEP", "LINE", "ACTOR", "ACTION", "GEN", "UPGRADEABLE")
-	for _, p := range sum.Policies {
-		t.printf(" %-6s", p)
+	t.printf("\n")
+	t.line(cols, widths)
+}
+
+// line writes cells padded to widths (a policy column is at least 6
+// wide); the last cell is not padded.
+func (t *Timeline) line(cells []string, widths []int) {
+	var b strings.Builder
+	for i, c := range cells {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if i == len(cells)-1 {
+			b.WriteString(c)
+			break
+		}
+		w := 6
+		if i < len(widths) {
+			w = widths[i]
+		}
+		fmt.Fprintf(&b, "%-*s", w, c)
 	}
-	t.printf(" VIOLATIONS\n")
-	return t
+	t.printf("%s\n", strings.TrimRight(b.String(), " "))
 }
 
 func (t *Timeline) printf(format string, args ...interface{}) {
@@ -47,27 +104,71 @@ func (t *Timeline) printf(format string, args ...interface{}) {
 	}
 }
 
-// Row writes one step.
+// Row writes one step, or spools it.
 func (t *Timeline) Row(r simulate.Row) error {
 	action := r.Step.Action()
 	if r.Step.Expect != "" {
 		action += " (expect " + string(r.Step.Expect) + ")"
 	}
-	actor := string(r.Step.Actor)
 	gen := fmt.Sprint(r.Generation)
 	if !r.Exists {
 		gen = "-"
 	}
-	t.printf("%-5d %-5s %-8s %-28s %-4s %-16s", r.Outcome.Step, lineOf(r.Step.Line), actor, action, gen, r.Condition)
+	cells := []string{fmt.Sprint(r.Outcome.Step), lineOf(r.Step.Line), string(r.Step.Actor), action, gen, r.Condition}
 	for i := range t.sum.Policies {
 		v := "-"
 		if r.Outcome.Verdicts != nil {
 			v = string(r.Outcome.Verdicts[i].Verdict)
 		}
-		t.printf(" %-6s", v)
+		cells = append(cells, v)
 	}
-	t.printf(" %s\n", violationTags(r.Outcome.Violations))
+	cells = append(cells, violationTags(r.Outcome.Violations))
+	if t.spool == nil {
+		t.line(cells, timelineWidths)
+		return t.err
+	}
+	for i, c := range cells {
+		c = strings.Map(func(r rune) rune {
+			if r == '\t' || r == '\n' {
+				return ' '
+			}
+			return r
+		}, c)
+		cells[i] = c
+		if i < len(t.widths) && len(c) > t.widths[i] {
+			t.widths[i] = len(c)
+		}
+	}
+	if t.err == nil {
+		_, t.err = t.buf.WriteString(strings.Join(cells, "\t") + "\n")
+	}
 	return t.err
+}
+
+// unspool writes the header and the spooled rows, aligned.
+func (t *Timeline) unspool() {
+	if t.err == nil {
+		t.err = t.buf.Flush()
+	}
+	if t.err == nil {
+		_, t.err = t.spool.Seek(0, io.SeekStart)
+	}
+	if t.err != nil {
+		return
+	}
+	widths := append([]int(nil), t.widths...)
+	for i := 6; i < len(widths)-1; i++ {
+		widths[i] = max(widths[i], 6)
+	}
+	t.head(t.columns(), widths)
+	sc := bufio.NewScanner(t.spool)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() && t.err == nil {
+		t.line(strings.Split(sc.Text(), "\t"), widths)
+	}
+	if t.err == nil {
+		t.err = sc.Err()
+	}
 }
 
 func lineOf(l int) string {
@@ -89,8 +190,11 @@ func violationTags(vs []simulate.Violation) string {
 	return strings.Join(tags, " ")
 }
 
-// Close writes the violations and the summary.
+// Close writes the spooled rows, the violations and the summary.
 func (t *Timeline) Close(sum *simulate.Summary) error {
+	if t.spool != nil {
+		t.unspool()
+	}
 	t.printf("\n")
 	for _, v := range sum.Violations {
 		at := fmt.Sprintf(" at step %d", v.Step)

@@ -82,6 +82,10 @@ type Bundle struct {
 	Path string `json:"path"`
 	// Name is the CSV's name where there is one.
 	Name string `json:"name,omitempty"`
+	// File is the file that stands for the bundle where a format needs
+	// one for a finding about a directory (SARIF): its CSV, else its
+	// metadata/annotations.yaml; "" when it has neither.
+	File string `json:"-"`
 	// Findings are sorted by file, line, column and rule.
 	Findings []Finding `json:"findings"`
 	// Errors say what could not be read or checked; any makes the exit code 2.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,11 +38,13 @@ type Summary struct {
 	Name   string       `json:"name,omitempty"`
 	Format trace.Format `json:"format"`
 	// Source is the status source, as its annotation value.
-	Source            string            `json:"source"`
-	StatusSubresource bool              `json:"statusSubresource"`
-	Policies          []contract.Policy `json:"policies"`
-	Steps             int               `json:"steps"`
-	Violations        []Violation       `json:"violations"`
+	Source            string `json:"source"`
+	StatusSubresource bool   `json:"statusSubresource"`
+	// Mode is the handshake, which decides what the gate reads.
+	Mode       v1alpha1.HandshakeMode `json:"-"`
+	Policies   []contract.Policy      `json:"policies"`
+	Steps      int                    `json:"steps"`
+	Violations []Violation            `json:"violations"`
 	// Dropped counts violations beyond MaxViolations.
 	Dropped int `json:"dropped,omitempty"`
 	// Counts tallies violations per rule.
@@ -81,7 +85,7 @@ func (s *Summary) ExitCode(failOn result.Severity) int {
 // step.
 func NewSummary(t *trace.Trace, cfg *Config) *Summary {
 	return &Summary{File: t.File, Name: t.Name, Format: t.Format, Source: cfg.Source.Marshal(),
-		StatusSubresource: cfg.StatusSubresource, Policies: cfg.Policies, Counts: map[string]int{}, Violations: []Violation{}}
+		StatusSubresource: cfg.StatusSubresource, Mode: cfg.mode(), Policies: cfg.Policies, Counts: map[string]int{}, Violations: []Violation{}}
 }
 
 // Replay runs a trace through the core. emit, when set, is called after
@@ -109,7 +113,7 @@ func Replay(t *trace.Trace, cfg *Config, emit func(Row) error) (*Summary, error)
 		}
 		sum.add(out.Violations...)
 		if emit != nil {
-			if err := emit(RowOf(s, st, out)); err != nil {
+			if err := emit(RowOf(cfg, s, st, out)); err != nil {
 				return sum, err
 			}
 		}
@@ -125,12 +129,42 @@ func Replay(t *trace.Trace, cfg *Config, emit func(Row) error) (*Summary, error)
 	for _, p := range cfg.Policies {
 		sum.Final = append(sum.Final, gate(cfg, &s, p))
 	}
+	sortByStep(sum.Violations)
 	return sum, nil
 }
 
-// RowOf describes the state after a step.
-func RowOf(s State, st Step, out Outcome) Row {
+// sortByStep orders violations by the step they are about, in the order
+// found within a step; those of the end of the run (Finish's, which have
+// no step of the trace to point at) come last.
+func sortByStep(vs []Violation) {
+	key := func(v Violation) int {
+		if v.File == "" && v.Line == 0 {
+			return math.MaxInt
+		}
+		return v.Step
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return key(vs[i]) < key(vs[j]) })
+}
+
+// RowOf describes the state after a step. Condition is what the gate
+// reads: the CR's Upgradeable condition, or in the OperatorCondition flow
+// OLM's copy on the OperatorCondition, with its own observedGeneration
+// (isOperatorUpgradeable reads no other).
+func RowOf(cfg *Config, s State, st Step, out Outcome) Row {
 	r := Row{Step: st, Outcome: out, Exists: s.CR.Exists, Generation: s.CR.Generation, Token: s.Token}
+	if cfg.mode() == v1alpha1.HandshakeOperatorCondition {
+		if !s.OC.Exists {
+			r.Condition = "(no OC)"
+			return r
+		}
+		c := contract.Find(s.OC.Conditions, contract.ConditionUpgradeable)
+		if c == nil {
+			r.Condition = fmt.Sprintf("OC gen=%d -", s.OC.Generation)
+			return r
+		}
+		r.Condition = fmt.Sprintf("OC gen=%d %s og=%s", s.OC.Generation, c.Status, contract.FormatGeneration(c.ObservedGeneration))
+		return r
+	}
 	if !s.CR.Exists {
 		r.Condition = "(no CR)"
 		return r

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -162,7 +163,9 @@ func (ctx *Context) probable() bool {
 // probed returns the probe results when the probes ran to the end (the
 // apiserver takes the CRD), else nil.
 func (ctx *Context) probed() *probeResults {
-	if !ctx.probable() {
+	if !ctx.probable() || len(ctx.SourceProblems) > 0 {
+		// No probes on an invalid value: status-source-invalid says what
+		// to fix, and a probe of it would only echo that.
 		return nil
 	}
 	if r := ctx.probes(); r.serveErr == nil {
@@ -186,13 +189,43 @@ func checkCRDInvalid(ctx *Context) []Issue {
 		return nil
 	}
 	var out []Issue
+	storage := false
 	for _, fe := range r.crd.Fields {
-		out = append(out, at(ctx.CRD.Doc, ctx.crdPath(fe.Field), "the apiserver refuses CRD %s: %s: %s", ctx.CRD.Name(), fe.Field, fe.Detail))
+		storage = storage || (fe.Field == "spec.versions" && strings.Contains(fe.Detail, "storage version"))
+	}
+	for _, fe := range r.crd.Fields {
+		if storage && fe.Field == "status.storedVersions" {
+			// The apiserver derives storedVersions from the one storage
+			// version (customresourcedefinition strategy, PrepareForCreate):
+			// with none, or two, this error only repeats that one.
+			continue
+		}
+		out = append(out, at(ctx.CRD.Doc, ctx.crdPath(fe.Field), "the apiserver refuses CRD %s: %s: %s", ctx.CRD.Name(), fe.Field, withoutDump(fe.Detail)))
 	}
 	if len(out) == 0 {
 		out = append(out, at(ctx.CRD.Doc, manifest.Path{}, "the apiserver refuses CRD %s: %s", ctx.CRD.Name(), r.crd.Error()))
 	}
 	return out
+}
+
+// withoutDump drops the value of an apiserver "Invalid value: V: detail"
+// when V is a list or an object (the apiserver's internal struct as JSON,
+// which repeats the manifest): the detail is what it says.
+func withoutDump(msg string) string {
+	const prefix = "Invalid value: "
+	rest, ok := strings.CutPrefix(msg, prefix)
+	if !ok || (!strings.HasPrefix(rest, "[") && !strings.HasPrefix(rest, "{")) {
+		return msg
+	}
+	dec := json.NewDecoder(strings.NewReader(rest))
+	var v interface{}
+	if dec.Decode(&v) != nil {
+		return msg
+	}
+	if detail, ok := strings.CutPrefix(rest[dec.InputOffset():], ": "); ok {
+		return detail
+	}
+	return msg
 }
 
 func checkStatusWriteRejected(ctx *Context) []Issue {

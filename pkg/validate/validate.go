@@ -27,6 +27,12 @@ func Check(b *bundle.Bundle, opts Options) result.Bundle {
 func run(rules []Rule, b *bundle.Bundle, opts Options) result.Bundle {
 	ctx := NewContext(b, opts)
 	res := result.Bundle{Path: b.Path, Name: b.Name(), Findings: []result.Finding{}}
+	switch {
+	case b.CSV() != nil:
+		res.File = b.CSV().Doc.File
+	case b.Metadata != nil:
+		res.File = b.Metadata.Doc.File
+	}
 	for _, r := range rules {
 		for _, is := range r.Check(ctx) {
 			s := r.Severity
