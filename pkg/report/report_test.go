@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -226,3 +228,56 @@ var errWriterErr = errors.New("disk full")
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errWriterErr }
+
+// TestTimelineSpooled: with a spool nothing reaches the writer before
+// Close, and the columns are as wide as their widest cell.
+func TestTimelineSpooled(t *testing.T) {
+	var b bytes.Buffer
+	tr, cfg := short()
+	spool, err := os.CreateTemp(t.TempDir(), "spool")
+	require.NoError(t, err)
+	defer spool.Close()
+	tl := NewTimeline(&b, simulate.NewSummary(tr, cfg), spool)
+	sum, err := simulate.Replay(tr, cfg, tl.Row)
+	require.NoError(t, err)
+	assert.Zero(t, b.Len(), "nothing before Close")
+	require.NoError(t, tl.Close(sum))
+	out := b.String()
+	assert.Contains(t, out, "STEP LINE ACTOR ACTION  GEN UPGRADEABLE olm    VIOLATIONS\n")
+	assert.Contains(t, out, "1    9    olm   upgrade 1   False og=1  Block  upgrade-while-blocked(olm)\n")
+}
+
+func timelineRow(i int) simulate.Row {
+	return simulate.Row{Step: simulate.Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Line: i + 10},
+		Outcome: simulate.Outcome{Step: i + 1, Verdicts: []contract.Decision{{Verdict: contract.Allow}}},
+		Exists:  true, Generation: int64(i/3 + 1), Condition: "True og=1"}
+}
+
+// BenchmarkTimeline writes rows live (the stream) and through a spool
+// file (a trace file: held, then aligned), side by side.
+func BenchmarkTimeline(b *testing.B) {
+	tr, cfg := short()
+	for _, mode := range []string{"stream", "spool"} {
+		b.Run(mode, func(b *testing.B) {
+			var spool io.ReadWriteSeeker
+			if mode == "spool" {
+				f, err := os.CreateTemp(b.TempDir(), "spool")
+				require.NoError(b, err)
+				defer f.Close()
+				spool = f
+			}
+			sum := simulate.NewSummary(tr, cfg)
+			tl := NewTimeline(io.Discard, sum, spool)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := tl.Row(timelineRow(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tl.Close(sum); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
