@@ -70,6 +70,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/contract FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/generate FuzzSetAnnotation $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/trace FuzzReadTrace $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/bridge FuzzDecide $(FUZZTIME)
 
 clean:
 	rm -rf bin
