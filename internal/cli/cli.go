@@ -135,7 +135,7 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 could not run.`,
 	}
 	// cobra's own completion command: bash, zsh, fish and powershell.
 	root.CompletionOptions.HiddenDefaultCmd = false
-	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand(), a.versionCommand())
+	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand(), a.versionCommand(), a.bridgeCommand())
 	return root
 }
 

@@ -21,11 +21,17 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/report"
 )
 
+// clusterFlags are how a command reaches the cluster, as kubectl does.
+type clusterFlags struct {
+	kubeconfig, kubeContext string
+}
+
 type recordFlags struct {
-	kubeconfig, kubeContext, namespace string
-	bundleDir, crdFile, source         string
-	out                                string
-	duration                           time.Duration
+	clusterFlags
+	namespace                  string
+	bundleDir, crdFile, source string
+	out                        string
+	duration                   time.Duration
 }
 
 func (a *app) recordCommand() *cobra.Command {
@@ -81,7 +87,7 @@ its last whole step.`,
 // restConfig loads the kubeconfig as kubectl does: --kubeconfig, else
 // $KUBECONFIG, else ~/.kube/config; --context and -n override it. It
 // returns the context's namespace too.
-func restConfig(f recordFlags) (*rest.Config, string, error) {
+func restConfig(f clusterFlags) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.kubeContext}
@@ -104,7 +110,7 @@ func restConfig(f recordFlags) (*rest.Config, string, error) {
 // use, naming the file and where it was named (--kubeconfig, KUBECONFIG,
 // the default path): none exists, it is empty, it has no current context,
 // or --context is not in it. nil when none of these is the trouble.
-func kubeconfigProblem(rules *clientcmd.ClientConfigLoadingRules, f recordFlags) error {
+func kubeconfigProblem(rules *clientcmd.ClientConfigLoadingRules, f clusterFlags) error {
 	// The files the loading rules read, as kubectl reads them.
 	files, from := rules.GetLoadingPrecedence(), "the default path"
 	switch {
@@ -175,7 +181,7 @@ func (a *app) runRecord(f recordFlags) error {
 		return err
 	}
 	src := *sctx.Source
-	cfg, ctxNS, err := restConfig(f)
+	cfg, ctxNS, err := restConfig(f.clusterFlags)
 	if err != nil {
 		return err
 	}
