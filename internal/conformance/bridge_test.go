@@ -6,7 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -219,6 +222,7 @@ func TestBridgeCommand(t *testing.T) {
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "STATUSCHECK_DEBUG_PEAK_MEMORY=1")
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -251,6 +255,13 @@ func TestBridgeCommand(t *testing.T) {
 	select {
 	case err := <-exited:
 		assert.NoError(t, err, "exit 0 on SIGTERM: %s", stderr.String())
+		// The binary's own VmHWM: a child's rusage counts the test
+		// process's pages too (see cmd/statuscheck, peakMemoryEnv).
+		if m := regexp.MustCompile(`peak memory (\d+) kB`).FindStringSubmatch(stderr.String()); m != nil {
+			kb, _ := strconv.Atoi(m[1])
+			t.Logf("statuscheck bridge: CPU %s, peak RSS %d MiB", (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Round(time.Millisecond), kb>>10)
+			assert.Less(t, kb, 128<<10, "a sidecar's memory")
+		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("no exit after SIGTERM: %s", stderr.String())
 	}
