@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/kubetest"
@@ -266,4 +268,34 @@ func TestBridgeCommand(t *testing.T) {
 		t.Fatalf("no exit after SIGTERM: %s", stderr.String())
 	}
 	assert.Contains(t, stderr.String(), "wrote Upgradeable")
+}
+
+// TestBridgeSurvivesACutApiserver cuts the bridge's connections while
+// the user changes the spec and the operator reports False: it writes
+// nothing it has not read (the entry stays as it was) and converges to
+// the CR's False once the server is back.
+func TestBridgeSurvivesACutApiserver(t *testing.T) {
+	cool := installCool(t)
+	c := setUp(t, cool)
+	host := strings.TrimPrefix(kubetest.Get(t).Config.Host, "https://")
+	px := newProxy(t, host)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigVia(t, px.ln.Addr().String()))
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	r, err := bridge.New(cfg, bridge.Options{Source: coolSource(c), Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
+		ConditionName: "cool.v1", Resync: 200 * time.Millisecond, Log: testr.New(t), Registerer: reg})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	defer func() { cancel(); assert.NoError(t, <-done) }()
+
+	c.ocEntry("True", bridge.ReasonUpgradeable)
+	px.cut()
+	c.userSetsStorage("MariaDB")
+	c.operatorReports("False", "MigrationInProgress", 2)
+	time.Sleep(1500 * time.Millisecond)
+	c.ocEntry("True", bridge.ReasonUpgradeable) // nothing written while cut off
+	px.restore()
+	c.ocEntry("False", "MigrationInProgress")
 }

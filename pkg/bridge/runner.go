@@ -48,6 +48,9 @@ var (
 	CSVs               = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
 )
 
+// syncTimeout bounds one sync's reads and writes.
+const syncTimeout = 30 * time.Second
+
 // Options configure a Runner.
 type Options struct {
 	// Source is the status source and Tokens its token types; Resource
@@ -175,7 +178,12 @@ func (r *Runner) Start(ctx context.Context) error {
 		case <-timer.C:
 		}
 		wait := r.opts.Resync
-		if err := r.Sync(ctx, seen); err != nil && ctx.Err() == nil {
+		// A sync that hangs (a half-open connection) is given up and
+		// tried again.
+		sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+		err := r.Sync(sctx, seen)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			log.Error(err, "sync failed; retrying")
 			r.metrics.errors.Inc()
 			wait = min(wait, 2*time.Second)
