@@ -28,6 +28,7 @@ var settle = 300 * time.Millisecond
 // its missed events will come first.
 type merger struct {
 	down    map[string]bool
+	upSeq   map[string]int64
 	pending []pendingEvent
 	seq     int
 	maxRV   string
@@ -54,7 +55,7 @@ func (p pendingEvent) before(q pendingEvent) bool {
 }
 
 func newMerger(kinds ...string) *merger {
-	m := &merger{down: map[string]bool{}}
+	m := &merger{down: map[string]bool{}, upSeq: map[string]int64{}}
 	for _, k := range kinds {
 		m.down[k] = true // until its watch is established
 	}
@@ -62,7 +63,24 @@ func newMerger(kinds ...string) *merger {
 }
 
 // setUp records that the watch of kind is established (up) or not.
-func (m *merger) setUp(kind string, up bool) { m.down[kind] = !up }
+func (m *merger) setUp(kind string, up bool) { m.announce(kind, up, 0) }
+
+// announce records the watch seq of kind (1, 2, ... as they are
+// established; 0 for the watch loop's own "down") going up or down. A
+// "down" of a watch older than the last one up is stale: the forwarding
+// goroutine of a stopped watch says so whenever it ends, which may be
+// after its successor is up.
+func (m *merger) announce(kind string, up bool, seq int64) {
+	if up {
+		m.upSeq[kind] = max(m.upSeq[kind], seq)
+		m.down[kind] = false
+		return
+	}
+	if seq != 0 && seq < m.upSeq[kind] {
+		return
+	}
+	m.down[kind] = true
+}
 
 // add queues an event that arrived at now.
 func (m *merger) add(ev event, now time.Time) {
@@ -133,6 +151,14 @@ func later(a, b string) bool {
 func (m *merger) next() time.Time {
 	if len(m.pending) == 0 {
 		return time.Time{}
+	}
+	for _, d := range m.down {
+		if d {
+			// Nothing goes out while a watch is down: no time to wake at
+			// (the watch's "up" comes as an event). A deadline in the
+			// past here made Run spin until it came.
+			return time.Time{}
+		}
 	}
 	return m.pending[0].arrived.Add(settle)
 }

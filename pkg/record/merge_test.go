@@ -116,3 +116,23 @@ func TestMergerMarksLateEvents(t *testing.T) {
 	assert.Equal(t, "40", got[0].late, "39 came after 40 was recorded")
 	assert.Empty(t, got[1].late)
 }
+
+// TestMergerIgnoresTheLateEndOfAnOldWatch: a watch's end is announced by
+// its forwarding goroutine, which may run after the next watch of the
+// kind is up (a relist after an expiry); that stale "down" must not hold
+// every event for ever. It did: TestWatchExpiryRelistsAndDiffs hung
+// under -race, the merger spinning on a deadline in the past.
+func TestMergerIgnoresTheLateEndOfAnOldWatch(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	m := newMerger("cr")
+	m.announce("cr", true, 1)
+	m.announce("cr", false, 0) // the loop: the watch expired
+	m.add(evAt("cr", "101"), t0)
+	assert.True(t, m.next().IsZero(), "nothing to wake for while the watch is down")
+	m.announce("cr", true, 2)  // the watch after the relist
+	m.announce("cr", false, 1) // the old watch's forwarding goroutine ends
+	assert.Equal(t, []string{"cr@101"}, rvs(m.ready(t0.Add(time.Second), false)))
+	m.announce("cr", false, 2) // the current watch ends: that counts
+	m.add(evAt("cr", "102"), t0.Add(time.Second))
+	assert.Empty(t, m.ready(t0.Add(time.Hour), false))
+}

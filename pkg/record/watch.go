@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,8 +50,12 @@ type event struct {
 	obj  *unstructured.Unstructured
 	err  error
 	// up, set on an event without an object, says the watch of kind is
-	// established ("up") or has ended ("down").
-	up string
+	// established ("up") or has ended ("down"); seq numbers the watch
+	// (0: the watch loop itself), so that the end of an old watch,
+	// announced by its forwarding goroutine after the next one is up,
+	// does not mark the kind down again.
+	up  string
+	seq int64
 	// late, set by the merger, is the later resourceVersion already
 	// given to the recorder when this event came.
 	late string
@@ -172,7 +177,7 @@ func run(ctx context.Context, dyn dynamic.Interface, host string, tg Target, r *
 				}
 				return ev.err
 			case ev.up != "":
-				m.setUp(ev.kind, ev.up == "up")
+				m.announce(ev.kind, ev.up == "up", ev.seq)
 			default:
 				m.add(ev, time.Now())
 			}
@@ -251,9 +256,10 @@ func watchLoop(ctx context.Context, w0 watched, first *unstructured.Unstructured
 		rv = l.GetResourceVersion()
 		return true
 	}
+	seq := &atomic.Int64{}
 	for ctx.Err() == nil {
 		wctx, stop := context.WithCancel(ctx)
-		lw := &announced{w: w0, send: send, expired: make(chan struct{}, 1), fatal: make(chan error, 1)}
+		lw := &announced{w: w0, send: send, expired: make(chan struct{}, 1), fatal: make(chan error, 1), seq: seq}
 		rw, err := watchtools.NewRetryWatcherWithContext(wctx, rv, lw)
 		if err != nil {
 			stop()
@@ -324,6 +330,8 @@ type announced struct {
 	send    func(event) bool
 	expired chan struct{}
 	fatal   chan error
+	// seq counts the watches established, across RetryWatchers.
+	seq *atomic.Int64
 }
 
 // WatchWithContext is cache.WatcherWithContext's.
@@ -348,11 +356,12 @@ func (a *announced) WatchWithContext(ctx context.Context, opts metav1.ListOption
 	default:
 		return nil, err
 	}
-	if !a.send(event{kind: a.w.kind, up: "up"}) {
+	n := a.seq.Add(1)
+	if !a.send(event{kind: a.w.kind, up: "up", seq: n}) {
 		w.Stop()
 		return nil, ctx.Err()
 	}
-	return &ending{Interface: w, quit: make(chan struct{}), done: func() { a.send(event{kind: a.w.kind, up: "down"}) }}, nil
+	return &ending{Interface: w, quit: make(chan struct{}), done: func() { a.send(event{kind: a.w.kind, up: "down", seq: n}) }}, nil
 }
 
 // ending is a watch that says when its result channel has closed.

@@ -33,7 +33,7 @@ func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // generous: -race on a busy machine
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -49,9 +49,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestWatchExpiryRelistsAndDiffs(t *testing.T) {
 	start := cr(1, "100", "PostgreSQL", "True", 1, "cool-operator", true, 0)
 	dyn := fakeClient(start)
-	first := watch.NewFake()
+	first, second := watch.NewFake(), watch.NewFake()
 	var mu sync.Mutex
-	watches, firstRV := 0, ""
+	watches, firstRV, resumed := 0, "", false
 	dyn.PrependWatchReactor("cooloperators", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -66,6 +66,13 @@ func TestWatchExpiryRelistsAndDiffs(t *testing.T) {
 		// changed after the version asked for.
 		if rv == firstRV {
 			return true, nil, apierrors.NewResourceExpired("too old resource version")
+		}
+		// The watch from the relist's version: the test delivers its
+		// events itself, so none is lost to the fake tracker's race
+		// between answering the watch and registering it.
+		if !resumed {
+			resumed = true
+			return true, second, nil
 		}
 		return false, nil, nil
 	})
@@ -83,10 +90,19 @@ func TestWatchExpiryRelistsAndDiffs(t *testing.T) {
 	_, err := res.Update(ctx, cr(2, "101", "MariaDB", "True", 1, "kubectl-edit", false, 1), metav1.UpdateOptions{})
 	require.NoError(t, err)
 	first.Error(&apierrors.NewResourceExpired("too old resource version: 100 (101)").ErrStatus)
-	waitFor(t, "the watch after the relist", func() bool { mu.Lock(); defer mu.Unlock(); return watches >= 2 })
-	_, err = res.Update(ctx, cr(2, "102", "MariaDB", "False", 2, "cool-operator", true, 2), metav1.UpdateOptions{})
+	// Only after the relist (the refused watch from the expired version
+	// counts as a watch too) does the next write go to the new watch.
+	waitFor(t, "the watch after the relist", func() bool { mu.Lock(); defer mu.Unlock(); return resumed })
+	next := cr(2, "102", "MariaDB", "False", 2, "cool-operator", true, 2)
+	_, err = res.Update(ctx, next, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	waitFor(t, "two steps", func() bool { return strings.Count(out.String(), "\n- {") == 2 })
+	second.Modify(next)
+	waitFor(t, "two steps", func() bool {
+		if strings.Count(out.String(), "\n- {") == 2 {
+			return true
+		}
+		return false
+	})
 	time.Sleep(50 * time.Millisecond) // nothing more may come
 	cancel()
 	require.NoError(t, <-done)
