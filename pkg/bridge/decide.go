@@ -199,12 +199,14 @@ func request(in Input, o contract.Observation) *Request {
 }
 
 // Replacing names a CSV of csvs whose spec.replaces is running, leaving
-// out the copies OLM makes into other namespaces (olm.copiedFrom, as
-// OLM's own informers do: olm/operator.go, the copied-CSV label
-// requirement); "" when there is none.
+// out the copies OLM makes into other namespaces, as OLM's replace finder
+// does (operator-lifecycle-manager pkg/lib/csv/replace_finder.go,
+// IsBeingReplaced, with operator-framework/api's IsCopied); "" when there
+// is none.
 func Replacing(running string, csvs []operatorsv1alpha1.ClusterServiceVersion) string {
-	for _, c := range csvs {
-		if _, copied := c.Labels[operatorsv1alpha1.CopiedLabelKey]; copied || running == "" {
+	for i := range csvs {
+		c := &csvs[i]
+		if c.IsCopied() || running == "" {
 			continue
 		}
 		if c.Spec.Replaces == running && c.Name != running {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -365,14 +366,12 @@ func tokenOf(cr *unstructured.Unstructured, src *v1alpha1.StatusSource) int64 {
 	if req == nil {
 		return 0
 	}
-	var v interface{}
+	text := cr.GetAnnotations()[req.Annotation]
 	if req.SpecPath != "" {
-		v, _, _ = unstructured.NestedFieldNoCopy(cr.Object, v1alpha1.FieldPath(req.SpecPath)...)
-	} else {
-		v = cr.GetAnnotations()[req.Annotation]
+		text, _ = contract.TokenAt(cr.Object, v1alpha1.FieldPath(req.SpecPath))
 	}
-	var n int64
-	if _, err := fmt.Sscan(fmt.Sprint(v), &n); err != nil {
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
 		return 0
 	}
 	return n

@@ -125,18 +125,26 @@ func StatusSourceExamples(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1a
 // entry of that group and kind (of the source's name, if several). key is
 // the CSV annotation it came from; nil and "" when there is none.
 func StatusSourceExample(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusSource) (obj map[string]interface{}, key string) {
+	if e := ConsoleExample(StatusSourceExamples(csv, src), src); e != nil {
+		return e.Object, e.Key
+	}
+	return nil, ""
+}
+
+// ConsoleExample picks, of a CSV's examples of the status source's kind
+// (StatusSourceExamples), the one the console creates: the initialization
+// resource, else the alm-examples entry of the source's name, else the
+// last one; nil when there is none.
+func ConsoleExample(all []Example, src *v1alpha1.StatusSource) *Example {
 	var found *Example
-	for _, e := range StatusSourceExamples(csv, src) {
+	for i := range all {
+		e := &all[i]
 		switch {
 		case e.Index < 0:
-			return e.Object, e.Key
+			return e
 		case found == nil || contract.RefOf(e.Object).Name == src.Name:
-			e := e
-			found = &e
+			found = e
 		}
 	}
-	if found == nil {
-		return nil, ""
-	}
-	return found.Object, found.Key
+	return found
 }

@@ -227,14 +227,8 @@ func EchoOf(status map[string]interface{}, src *v1alpha1.StatusSource) string {
 	if p == nil {
 		return ""
 	}
-	v, ok, _ := unstructured.NestedFieldNoCopy(status, p[1:]...)
-	if !ok || v == nil {
-		return ""
-	}
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
+	echo, _ := TokenAt(status, p[1:])
+	return echo
 }
 
 // Freshness of a condition against the object's generation.

@@ -1,6 +1,11 @@
 package contract
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 // TokenType is the JSON type of the RequestAck handshake's token where it
 // is written (docs/contract.md section 6). It is decided once, from the
@@ -45,3 +50,17 @@ func (t Tokens) RequestValue(text string) interface{} { return t.Request.Value(t
 
 // AckValue is token text as the operator echoes it.
 func (t Tokens) AckValue(text string) interface{} { return t.Ack.Value(text) }
+
+// TokenAt reads a handshake token at a field path of an object, as its
+// text whatever its JSON type (5 and "5" read alike); false when it is
+// absent or null.
+func TokenAt(obj map[string]interface{}, fields []string) (string, bool) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+	if !ok || v == nil {
+		return "", false
+	}
+	if s, ok := v.(string); ok {
+		return s, true
+	}
+	return fmt.Sprint(v), true
+}

@@ -8,7 +8,6 @@
 package crd
 
 import (
-	"errors"
 	"fmt"
 
 	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -231,11 +230,11 @@ func (e *TokenTypeError) Error() string {
 // version's schema (docs/contract.md section 6): integer where the schema
 // says integer, string where it says string or int-or-string, leaves the
 // field untyped or does not declare it (the probes report a pruned field);
-// an annotation request is a string. Any other type is a *TokenTypeError
-// (joined when both fields have one); its side stays a string.
-func (v *Version) HandshakeTokens(src *v1alpha1.StatusSource) (contract.Tokens, error) {
+// an annotation request is a string. Any other type is a *TokenTypeError,
+// one per field; its side stays a string.
+func (v *Version) HandshakeTokens(src *v1alpha1.StatusSource) (contract.Tokens, []*TokenTypeError) {
 	t := contract.Tokens{Request: contract.TokenString, Ack: contract.TokenString}
-	var errs []error
+	var errs []*TokenTypeError
 	decide := func(field, p string) contract.TokenType {
 		path := v1alpha1.FieldPath(p)
 		switch typ, _ := v.TypeAt(path); typ {
@@ -254,5 +253,5 @@ func (v *Version) HandshakeTokens(src *v1alpha1.StatusSource) (contract.Tokens, 
 	if src.AckPath() != nil {
 		t.Ack = decide("ack.statusPath", src.Handshake.Ack.StatusPath)
 	}
-	return t, errors.Join(errs...)
+	return t, errs
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Context is a resolved status source.
@@ -48,6 +49,13 @@ type Context struct {
 	// From says where the status source came from ("bundle DIR",
 	// "--source REF").
 	From string
+}
+
+// GVR is the status source's resource: its group and version, and the
+// CRD's plural.
+func (c *Context) GVR() schema.GroupVersionResource {
+	gv := c.Source.GroupVersion()
+	return schema.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: c.Plural}
 }
 
 // FromBundle takes the status source from a bundle's CSV and the
@@ -119,8 +127,13 @@ func forCRD(src *v1alpha1.StatusSource, c *crd.CRD, from string) (*Context, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: the apiserver could not serve CRD %s: %w", c.Doc.File, c.Name(), err)
 	}
-	tokens, err := v.HandshakeTokens(src)
-	if err != nil {
+	tokens, typeErrs := v.HandshakeTokens(src)
+	if len(typeErrs) > 0 {
+		errs := make([]error, len(typeErrs))
+		for i, e := range typeErrs {
+			errs[i] = e
+		}
+		err := errors.Join(errs...)
 		return nil, fmt.Errorf("%s: CRD %s version %s: %w (statuscheck validate reports it as handshake-path-missing)", c.Doc.File, c.Name(), v.Name, err)
 	}
 	return &Context{Source: src, StatusSubresource: &sub, Plural: c.Plural(), Namespaced: c.Namespaced(), CRD: c, From: from, Resource: res, Tokens: tokens}, nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/jsonobj"
+	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -232,8 +233,8 @@ func (d *differ) observe(ob recording) error {
 	bodyPatch := jsonobj.CreateMergePatch(before.Body, after.Body)
 	if req := d.request(); req != nil && req.SpecPath != "" && len(bodyPatch) > 0 {
 		fields := v1alpha1.FieldPath(req.SpecPath)
-		if tok, ok := tokenAt(after.Body, fields); ok {
-			if old, _ := tokenAt(before.Body, fields); old != tok && onlyPath(bodyPatch, fields) {
+		if tok, ok := contract.TokenAt(after.Body, fields); ok {
+			if old, _ := contract.TokenAt(before.Body, fields); old != tok && onlyPath(bodyPatch, fields) {
 				steps = append(steps, step(v1alpha1.ActorOLM, v1alpha1.VerbRequest, map[string]interface{}{"token": tok}))
 				bodyPatch = nil
 			}
@@ -379,18 +380,6 @@ func (d *differ) request() *v1alpha1.HandshakeRequest {
 		return nil
 	}
 	return d.src.Request()
-}
-
-// tokenAt reads a handshake token at a field path of a spec, as its text.
-func tokenAt(body map[string]interface{}, fields []string) (string, bool) {
-	v, ok, _ := unstructured.NestedFieldNoCopy(body, fields...)
-	if !ok || v == nil {
-		return "", false
-	}
-	if s, ok := v.(string); ok {
-		return s, true
-	}
-	return fmt.Sprint(v), true
 }
 
 // generationOr1 is an object's generation, 1 when it has none (as a

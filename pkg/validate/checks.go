@@ -521,7 +521,7 @@ func checkHandshakePaths(ctx *Context) []Issue {
 		return Issue{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + "." + field, Message: fmt.Sprintf(format, args...)}
 	}
 	var out []Issue
-	for _, e := range tokenTypeErrors(r.tokenErr) {
+	for _, e := range r.tokenErrs {
 		out = append(out, atKey(ctx.CRD.Doc, ctx.schemaAt(strings.Join(e.Schema, ".")), "CRD %s version %s: %s", ctx.CRD.Name(), ctx.Version.Name, e.Error()))
 	}
 	if h.Request != nil && h.Request.SpecPath != "" && r.tokenTypeError("request.specPath") == nil {

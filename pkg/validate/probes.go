@@ -67,10 +67,10 @@ type probeResults struct {
 	// (every one the console offers is probed).
 	othersRefused []exampleRefusal
 	// tokens are the handshake token's types decided from the schema
-	// (crd.Version.HandshakeTokens); tokenErr the fields typed neither
+	// (crd.Version.HandshakeTokens); tokenErrs the fields typed neither
 	// integer nor string, which are not probed.
-	tokens   contract.Tokens
-	tokenErr error
+	tokens    contract.Tokens
+	tokenErrs []*crd.TokenTypeError
 }
 
 type exampleRefusal struct {
@@ -110,11 +110,10 @@ func (ctx *Context) probes() *probeResults {
 	if ctx.probe != nil {
 		return ctx.probe
 	}
-	example, exampleKey := bundle.StatusSourceExample(ctx.CSV.Obj, ctx.Source)
 	all := bundle.StatusSourceExamples(ctx.CSV.Obj, ctx.Source)
 	cache := ctx.Options.Probes
 	if cache == nil {
-		ctx.probe = runProbes(ctx, example, exampleKey, all)
+		ctx.probe = runProbes(ctx, all)
 		return ctx.probe
 	}
 	crdJSON, _ := json.Marshal(ctx.CRD.V1)
@@ -125,16 +124,24 @@ func (ctx *Context) probes() *probeResults {
 	key := fmt.Sprintf("%x", sha256.Sum256([]byte(string(crdJSON)+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
 	r, ok := cache.get(key)
 	if !ok {
-		r = runProbes(ctx, example, exampleKey, all)
+		r = runProbes(ctx, all)
 		cache.put(key, r)
 	}
 	ctx.probe = r
 	return r
 }
 
-func runProbes(ctx *Context, example map[string]interface{}, exampleKey string, all []bundle.Example) *probeResults {
-	r := &probeResults{exampleKey: exampleKey}
-	r.tokens, r.tokenErr = ctx.Version.HandshakeTokens(ctx.Source)
+// runProbes runs the probes with all the examples of the kind: the one
+// the console creates is the base of the status and request probes, the
+// others are each created on their own.
+func runProbes(ctx *Context, all []bundle.Example) *probeResults {
+	r := &probeResults{}
+	var example map[string]interface{}
+	primary := bundle.ConsoleExample(all, ctx.Source)
+	if primary != nil {
+		example, r.exampleKey = primary.Object, primary.Key
+	}
+	r.tokens, r.tokenErrs = ctx.Version.HandshakeTokens(ctx.Source)
 	var written runtime.Object = ctx.CRD.V1
 	if ctx.CRD.V1beta1 != nil {
 		written = ctx.CRD.V1beta1
@@ -176,7 +183,7 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string, 
 	// Every other example of the kind, each created on its own.
 	for _, e := range all {
 		if jsonobj.Equal(e.Object, example) {
-			continue
+			continue // the console's own, or a copy of it
 		}
 		obj := map[string]interface{}{}
 		for k, v := range e.Object {
@@ -273,26 +280,12 @@ func runProbes(ctx *Context, example map[string]interface{}, exampleKey string, 
 // field ("request.specPath"), nil when the field takes an integer or a
 // string.
 func (r *probeResults) tokenTypeError(field string) *crd.TokenTypeError {
-	for _, e := range tokenTypeErrors(r.tokenErr) {
+	for _, e := range r.tokenErrs {
 		if e.Field == field {
 			return e
 		}
 	}
 	return nil
-}
-
-func tokenTypeErrors(err error) []*crd.TokenTypeError {
-	var out []*crd.TokenTypeError
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			out = append(out, tokenTypeErrors(e)...)
-		}
-		return out
-	}
-	if e, ok := err.(*crd.TokenTypeError); ok {
-		out = append(out, e)
-	}
-	return out
 }
 
 // clock is the probes' time: any fixed one does.
