@@ -25,7 +25,6 @@ import (
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bridge"
 	"github.com/statuscheck/statuscheck/pkg/contract"
-	"github.com/statuscheck/statuscheck/pkg/source"
 )
 
 // serviceAccountNamespace is where a pod finds its namespace.
@@ -33,11 +32,11 @@ const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/n
 
 type bridgeFlags struct {
 	clusterFlags
-	namespace, conditionName   string
-	bundleDir, crdFile, source string
-	metricsAddr, probeAddr     string
-	resync                     time.Duration
-	verbosity                  int
+	sourceFlags
+	namespace, conditionName string
+	metricsAddr, probeAddr   string
+	resync                   time.Duration
+	verbosity                int
 }
 
 func (a *app) bridgeCommand() *cobra.Command {
@@ -77,18 +76,14 @@ stops gracefully on SIGINT or SIGTERM.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)")
-	fl.StringVar(&f.kubeContext, "context", "", "the kubeconfig context to use")
+	f.clusterFlags.register(fl)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's namespace (default: $POD_NAMESPACE, else the service account's, else the context's)")
 	fl.StringVar(&f.conditionName, "operator-condition-name", "", "the OperatorCondition (default: $"+bridge.EnvOperatorConditionName+", which OLM sets)")
-	fl.StringVar(&f.bundleDir, "bundle", "", "take the status source and its CRD from this bundle")
-	fl.StringVar(&f.crdFile, "crd", "", "the CRD file or directory (with --source)")
-	fl.StringVar(&f.source, "source", "", "the status source as GROUP/VERSION/KIND/NAME or GROUP/VERSION/KIND/NAMESPACE/NAME (with --crd)")
+	f.sourceFlags.register(cmd)
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8383", `where controller-runtime serves /metrics ("0": off)`)
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8384", `where /healthz and /readyz are served ("0": off)`)
 	fl.DurationVar(&f.resync, "resync", 30*time.Second, "decide again this often without an event")
 	fl.IntVar(&f.verbosity, "verbosity", 0, "log verbosity (klog's -v)")
-	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
 	return cmd
 }
 
@@ -142,22 +137,14 @@ func (a *app) runBridge(f bridgeFlags) error {
 // --source, else the running CSV's annotation with the kind's resource
 // from discovery (the token types are then strings: the CRD is not read).
 func bridgeSource(cfg *rest.Config, f bridgeFlags, opts *bridge.Options) error {
-	var sctx *source.Context
-	var err error
+	sctx, err := f.resolve()
 	switch {
-	case f.bundleDir != "":
-		sctx, err = source.FromBundle(f.bundleDir)
-	case f.crdFile != "":
-		sctx, err = source.FromCRD(f.crdFile, f.source)
-	default:
+	case err != nil:
+		return err
+	case sctx == nil:
 		return runningCSVSource(cfg, opts)
 	}
-	if err != nil {
-		return err
-	}
-	gv := sctx.Source.GroupVersion()
-	opts.Source, opts.Tokens, opts.Namespaced = sctx.Source, sctx.Tokens, sctx.Namespaced
-	opts.Resource = schema.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: sctx.Plural}
+	opts.Source, opts.Tokens, opts.Namespaced, opts.Resource = sctx.Source, sctx.Tokens, sctx.Namespaced, sctx.GVR()
 	return nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -21,17 +20,12 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/report"
 )
 
-// clusterFlags are how a command reaches the cluster, as kubectl does.
-type clusterFlags struct {
-	kubeconfig, kubeContext string
-}
-
 type recordFlags struct {
 	clusterFlags
-	namespace                  string
-	bundleDir, crdFile, source string
-	out                        string
-	duration                   time.Duration
+	sourceFlags
+	namespace string
+	out       string
+	duration  time.Duration
 }
 
 func (a *app) recordCommand() *cobra.Command {
@@ -70,16 +64,11 @@ its last whole step.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
-	fl.StringVar(&f.kubeContext, "context", "", "the kubeconfig context to use (default: its current context)")
+	f.clusterFlags.register(fl)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's namespace: its CSVs, OperatorCondition and (for a namespaced kind) the CR (default: the source's, else the context's)")
-	fl.StringVar(&f.bundleDir, "bundle", "", "take the status source and its CRD from this bundle")
-	fl.StringVar(&f.crdFile, "crd", "", "the CRD file, or a directory of CRD files, for an operator deployed without OLM (with --source)")
-	fl.StringVar(&f.source, "source", "", "the status source as GROUP/VERSION/KIND/NAME or GROUP/VERSION/KIND/NAMESPACE/NAME (with --crd)")
+	f.sourceFlags.register(cmd)
 	fl.StringVarP(&f.out, "output", "o", "", "write the trace to this file (default: stdout)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT or SIGTERM)")
-	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
-	cmd.MarkFlagsMutuallyExclusive("bundle", "source")
 	cmd.MarkFlagsRequiredTogether("crd", "source")
 	return cmd
 }
@@ -176,7 +165,7 @@ func (a *app) runRecord(f recordFlags) error {
 	if err := outputDir(f.out); err != nil {
 		return err
 	}
-	sctx, err := context(f.bundleDir, f.crdFile, f.source)
+	sctx, err := f.resolve()
 	if err != nil {
 		return err
 	}
@@ -227,8 +216,7 @@ func (a *app) runRecord(f recordFlags) error {
 		case <-ctx.Done():
 		}
 	}()
-	gv := src.GroupVersion()
-	tg := record.Target{Resource: schema.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: sctx.Plural},
+	tg := record.Target{Resource: sctx.GVR(),
 		Namespaced: sctx.Namespaced, Namespace: ns}
 	err = record.Run(ctx, cfg, tg, rec, func(format string, args ...interface{}) {
 		fmt.Fprintf(a.stderr, "statuscheck: note: "+format+"\n", args...)

@@ -320,7 +320,14 @@ func TestTimelineColumnsFitAndShowWhatTheGateReads(t *testing.T) {
 // of its manifests.
 func editBundle(t *testing.T, file string, edits ...[2]string) string {
 	t.Helper()
-	dir := copyTree(t, "testdata/bundles/good")
+	return editedCopy(t, "testdata/bundles/good", file, edits...)
+}
+
+// editedCopy copies the bundle at rel and applies old→new edits, each
+// once, to its manifest file.
+func editedCopy(t *testing.T, rel, file string, edits ...[2]string) string {
+	t.Helper()
+	dir := copyTree(t, rel)
 	p := filepath.Join(dir, "manifests", file)
 	data, err := os.ReadFile(p)
 	require.NoError(t, err)

@@ -23,13 +23,13 @@ import (
 )
 
 type simulateFlags struct {
-	bundleDir, crdFile, source string
-	policy, format, output     *enumFlag
-	failOn                     *enumFlag
-	explore                    bool
-	depth                      int
-	timeout                    time.Duration
-	counterexamples            string
+	sourceFlags
+	policy, format, output *enumFlag
+	failOn                 *enumFlag
+	explore                bool
+	depth                  int
+	timeout                time.Duration
+	counterexamples        string
 }
 
 func (a *app) simulateCommand() *cobra.Command {
@@ -114,9 +114,7 @@ those as StatusTraces that simulate replays to the same violation.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.bundleDir, "bundle", "", "take the status source and its CRD from this bundle")
-	fl.StringVar(&f.crdFile, "crd", "", "the CRD file, or a directory of CRD files, for an operator deployed without OLM (with --source)")
-	fl.StringVar(&f.source, "source", "", "the status source as GROUP/VERSION/KIND/NAME or GROUP/VERSION/KIND/NAMESPACE/NAME (with --crd)")
+	f.sourceFlags.register(cmd)
 	fl.Var(f.policy, "policy", "gate policy: olm, strict, naive or all")
 	fl.Var(f.format, "format", "trace format: auto, trace, snapshots or audit")
 	fl.VarP(f.output, "output", "o", "output: text (a timeline), json or html (html for a replay; --explore writes text or json)")
@@ -125,8 +123,6 @@ those as StatusTraces that simulate replays to the same violation.`,
 	fl.IntVar(&f.depth, "depth", explore.DefaultDepth, "--explore: the most steps a trace may take")
 	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this long (0: no limit), reporting what was found")
 	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into this directory")
-	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
-	cmd.MarkFlagsMutuallyExclusive("bundle", "source")
 	return cmd
 }
 
@@ -146,7 +142,7 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 		if ctx, err = declaredContext(path, f); err != nil {
 			return 0, err
 		}
-	} else if ctx, err = context(f.bundleDir, f.crdFile, f.source); err != nil {
+	} else if ctx, err = f.resolve(); err != nil {
 		return 0, err
 	}
 	opts := trace.OpenOptions{Format: trace.Format(f.format.value), Limits: trace.DefaultLimits}
@@ -249,18 +245,6 @@ func declaredContext(path string, f simulateFlags) (*source.Context, error) {
 	return source.FromCRDFor(f.crdFile, declared, "the trace's statusSource")
 }
 
-// context resolves --bundle, or --crd with --source (nil when neither
-// was given).
-func context(bundleDir, crdFile, ref string) (*source.Context, error) {
-	switch {
-	case bundleDir != "":
-		return source.FromBundle(bundleDir)
-	case crdFile != "":
-		return source.FromCRD(crdFile, ref)
-	}
-	return nil, nil
-}
-
 type exploreJSON struct {
 	Source            string              `json:"source"`
 	StatusSubresource bool                `json:"statusSubresource"`
@@ -279,7 +263,7 @@ type exploreResultJSON struct {
 }
 
 func (a *app) runExplore(f simulateFlags) (int, error) {
-	sctx, err := context(f.bundleDir, f.crdFile, f.source)
+	sctx, err := f.resolve()
 	if err != nil {
 		return 0, err
 	}

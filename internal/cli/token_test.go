@@ -16,18 +16,12 @@ import (
 // type).
 func tokenBundle(t *testing.T, example string, retype map[string]string) string {
 	t.Helper()
-	dir := copyTree(t, filepath.Join("testdata/bundles/handshake", example))
-	p := filepath.Join(dir, "manifests", "cool.operators.corp_cooloperators.yaml")
-	data, err := os.ReadFile(p)
-	require.NoError(t, err)
-	s := string(data)
+	var edits [][2]string
 	for desc, typ := range retype {
-		old := "                description: " + desc + "\n                type: string\n"
-		require.Contains(t, s, old)
-		s = strings.Replace(s, old, "                description: "+desc+"\n                type: "+typ+"\n", 1)
+		edits = append(edits, [2]string{"                description: " + desc + "\n                type: string\n",
+			"                description: " + desc + "\n                type: " + typ + "\n"})
 	}
-	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
-	return dir
+	return editedCopy(t, filepath.Join("testdata/bundles/handshake", example), goodCRDFile, edits...)
 }
 
 const (

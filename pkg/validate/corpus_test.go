@@ -67,26 +67,35 @@ func TestCorpus(t *testing.T) {
 // operator adopted the contract the way generate would write it: the status
 // source is the initialization resource, where that is a CR the operator
 // owns. This runs every status-source rule against real CRDs and RBAC.
-func TestCorpusWithStatusSource(t *testing.T) {
+// eachCorpusBundle loads every real bundle, from the corpus directory (so
+// findings name it relatively), and calls fn with its CSV.
+func eachCorpusBundle(t *testing.T, fn func(name string, b *bundle.Bundle, csv *bundle.CSV)) {
+	t.Helper()
 	dirs := testutil.CorpusBundles(t)
 	t.Chdir(testutil.CorpusDir(t))
-	var out bytes.Buffer
-	adopted := 0
 	for _, d := range dirs {
 		name := filepath.Base(d)
 		b, err := bundle.Load(name, bundle.Options{})
 		require.NoError(t, err)
 		csv := b.CSV()
 		require.NotNil(t, csv, name)
+		fn(name, b, csv)
+	}
+}
+
+func TestCorpusWithStatusSource(t *testing.T) {
+	var out bytes.Buffer
+	adopted := 0
+	eachCorpusBundle(t, func(name string, b *bundle.Bundle, csv *bundle.CSV) {
 		raw, ok := csv.Obj.Annotations[v1alpha1.InitializationResourceKey]
 		if !ok {
-			continue
+			return
 		}
 		ir, err := contract.ParseObjectRef(raw)
 		require.NoError(t, err, name)
 		if !bundle.Owns(csv.Obj, ir.Group, ir.Kind) {
 			fmt.Fprintf(&out, "# %s: initialization resource %s.%s is not an owned CRD; not adopted\n", name, ir.Kind, orCore(ir.Group))
-			continue
+			return
 		}
 		// generate leaves the namespace out (the operator's namespace).
 		src := &v1alpha1.StatusSource{APIVersion: ir.Group + "/" + ir.Version, Kind: ir.Kind, Name: ir.Name}
@@ -96,7 +105,7 @@ func TestCorpusWithStatusSource(t *testing.T) {
 		fmt.Fprintf(&out, "# %s: %s\n", name, src.Marshal())
 		rep := &result.Report{Bundles: []result.Bundle{res}}
 		out.WriteString(textOf(rep))
-	}
+	})
 	assert.GreaterOrEqual(t, adopted, 8, "the corpus has at least 8 bundles whose initialization resource is an owned CR")
 	goldenFile(t, "corpus-with-status-source.txt", out.String())
 }
@@ -107,16 +116,9 @@ func TestCorpusWithStatusSource(t *testing.T) {
 // with their severities: what validate would tell each operator that
 // chose that kind.
 func TestCorpusEveryOwnedKind(t *testing.T) {
-	dirs := testutil.CorpusBundles(t)
-	t.Chdir(testutil.CorpusDir(t))
 	var out bytes.Buffer
 	kinds := 0
-	for _, d := range dirs {
-		name := filepath.Base(d)
-		b, err := bundle.Load(name, bundle.Options{})
-		require.NoError(t, err)
-		csv := b.CSV()
-		require.NotNil(t, csv, name)
+	eachCorpusBundle(t, func(name string, b *bundle.Bundle, csv *bundle.CSV) {
 		for _, k := range bundle.OwnedKinds(csv.Obj) {
 			src := &v1alpha1.StatusSource{APIVersion: k.Group + "/" + k.Versions[0], Kind: k.Kind, Name: "example"}
 			csv.Obj.Annotations[v1alpha1.AnnotationKey] = src.Marshal()
@@ -140,7 +142,7 @@ func TestCorpusEveryOwnedKind(t *testing.T) {
 			}
 			fmt.Fprintf(&out, "%s %s.%s/%s: %s\n", name, k.Kind, k.Group, k.Versions[0], strings.Join(fired, " "))
 		}
-	}
+	})
 	assert.Greater(t, kinds, 50, "the corpus owns many kinds")
 	goldenFile(t, "corpus-every-owned-kind.txt", out.String())
 }

@@ -36,7 +36,9 @@ func withEdits(t *testing.T, edits ...edit) []result.Finding {
 	}
 	b, err := bundle.Load(dir, bundle.Options{})
 	require.NoError(t, err)
-	return Check(b, Options{}).Findings
+	res := Check(b, Options{})
+	require.Empty(t, res.Errors, "every file of the bundle read")
+	return res.Findings
 }
 
 const (

@@ -284,14 +284,9 @@ func TestFieldNamesThePosition(t *testing.T) {
 // Strimzi's do) is not silence: OLM's gate compares the condition's own
 // observedGeneration and would never open, so it is a warning.
 func TestObservedGenerationOnlyInStatusIsAWarning(t *testing.T) {
-	f := fixture{rule: "conditions-observedgeneration-missing", comment: "only status.observedGeneration",
-		edits: []edit{{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""}}}
-	dir := t.TempDir()
-	materialize(t, f, dir)
-	res := Path(dir, Options{}, bundle.Options{})
-	require.Empty(t, res.Errors)
-	require.Len(t, res.Findings, 1, "%+v", res.Findings)
-	fd := res.Findings[0]
+	findings := withEdits(t, edit{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""})
+	require.Len(t, findings, 1, "%+v", findings)
+	fd := findings[0]
 	assert.Equal(t, "conditions-observedgeneration-missing", fd.Rule)
 	assert.Equal(t, result.Warning, fd.Severity)
 	assert.Contains(t, fd.Message, "would never open")
@@ -304,16 +299,11 @@ func TestObservedGenerationOnlyInStatusIsAWarning(t *testing.T) {
 // apiserver refuses (an enum value the schema does not allow) is a
 // status-source-example-invalid that names the entry.
 func TestEveryExampleIsChecked(t *testing.T) {
-	f := fixture{rule: "status-source-example-invalid", comment: "a second example the schema refuses",
-		edits: []edit{{csvFile,
-			`"spec": {"storageLayer": "PostgreSQL"}}]`,
-			`"spec": {"storageLayer": "PostgreSQL"}}, {"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-sqlite"}, "spec": {"storageLayer": "SQLite"}}]`}}}
-	dir := t.TempDir()
-	materialize(t, f, dir)
-	res := Path(dir, Options{}, bundle.Options{})
-	require.Empty(t, res.Errors)
-	require.Len(t, res.Findings, 1, "%+v", res.Findings)
-	fd := res.Findings[0]
+	findings := withEdits(t, edit{csvFile,
+		`"spec": {"storageLayer": "PostgreSQL"}}]`,
+		`"spec": {"storageLayer": "PostgreSQL"}}, {"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-sqlite"}, "spec": {"storageLayer": "SQLite"}}]`})
+	require.Len(t, findings, 1, "%+v", findings)
+	fd := findings[0]
 	assert.Equal(t, "status-source-example-invalid", fd.Rule)
 	assert.Contains(t, fd.Message, "alm-examples entry 2 (cool-sqlite)")
 	assert.Contains(t, fd.Message, "SQLite")

@@ -267,17 +267,9 @@ func TestPoint3SpecChangeBetweenCommitAndReplacement(t *testing.T) {
 	}
 	assert.True(t, commit < falseAt && falseAt < upgrade, "the False lies between the commit and the replacement:\n%s", recording)
 	s := w.simulate(rec.Trace)
-	var blocked []string
-	for _, v := range s.summary.Violations {
-		if v.Rule == simulate.RuleUpgradeWhileBlocked {
-			blocked = append(blocked, string(v.Policy))
-		}
-	}
-	assert.ElementsMatch(t, []string{"olm", "strict", "naive"}, blocked, "the race is reported under every policy: %v", s.violations())
-	for _, v := range s.summary.Violations {
-		if v.Rule == simulate.RuleUpgradeWhileBlocked {
-			assert.Equal(t, simulate.KindRace, v.Kind, v.Message)
-		}
+	assert.ElementsMatch(t, []string{"olm", "strict", "naive"}, s.policiesOf(simulate.RuleUpgradeWhileBlocked), "the race is reported under every policy: %v", s.violations())
+	for _, v := range s.of(simulate.RuleUpgradeWhileBlocked) {
+		assert.Equal(t, simulate.KindRace, v.Kind, v.Message)
 	}
 }
 
@@ -438,10 +430,8 @@ func TestPoint7RunningCSVGoneSkipsTheGate(t *testing.T) {
 	assert.Equal(t, []string{"check Block", "upgrade"}, got, "no check after the running CSV went:\n%s", recording)
 	s := w.simulate(rec.Trace)
 	assert.True(t, s.has(simulate.RuleUpgradeWhileBlocked), "the upgrade went round the gate: %v", s.violations())
-	for _, v := range s.summary.Violations {
-		if v.Rule == simulate.RuleUpgradeWhileBlocked {
-			assert.Equal(t, simulate.KindRoundTheGate, v.Kind, v.Message)
-		}
+	for _, v := range s.of(simulate.RuleUpgradeWhileBlocked) {
+		assert.Equal(t, simulate.KindRoundTheGate, v.Kind, v.Message)
 	}
 }
 
@@ -547,15 +537,9 @@ func TestPoint7UnsafeFailForwardSkipsTheGate(t *testing.T) {
 	assert.Equal(t, []string{"check Allow", "upgrade"}, got, "v2's commit, then v3's replacement with no check of v1's gate:\n%s", recording)
 	s := w.simulate(rec.Trace)
 	agreesWithOLM(t, s, recording)
-	var blocked []string
-	for _, v := range s.summary.Violations {
-		if v.Rule == simulate.RuleUpgradeWhileBlocked {
-			blocked = append(blocked, string(v.Policy))
-		}
-	}
-	assert.ElementsMatch(t, []string{"olm", "strict", "naive"}, blocked, "the running operator's False was gone round: %v\n%s", s.violations(), recording)
-	for _, v := range s.summary.Violations {
-		if v.Rule == simulate.RuleUpgradeWhileBlocked && v.Policy == "olm" {
+	assert.ElementsMatch(t, []string{"olm", "strict", "naive"}, s.policiesOf(simulate.RuleUpgradeWhileBlocked), "the running operator's False was gone round: %v\n%s", s.violations(), recording)
+	for _, v := range s.of(simulate.RuleUpgradeWhileBlocked) {
+		if v.Policy == "olm" {
 			assert.Equal(t, simulate.KindRace, v.Kind, "olm's last check was v2's commit, which allowed: %s", v.Message)
 		}
 	}

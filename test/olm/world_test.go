@@ -387,11 +387,24 @@ func (s simulated) violations() []string {
 	return out
 }
 
-func (s simulated) has(rule string) bool {
+func (s simulated) has(rule string) bool { return len(s.of(rule)) > 0 }
+
+// of lists the violations of one rule, in order.
+func (s simulated) of(rule string) []simulate.Violation {
+	var out []simulate.Violation
 	for _, v := range s.summary.Violations {
 		if v.Rule == rule {
-			return true
+			out = append(out, v)
 		}
 	}
-	return false
+	return out
+}
+
+// policiesOf lists the policies of a rule's violations.
+func (s simulated) policiesOf(rule string) []string {
+	var out []string
+	for _, v := range s.of(rule) {
+		out = append(out, string(v.Policy))
+	}
+	return out
 }
