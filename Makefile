@@ -69,6 +69,8 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/manifest FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/contract FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/generate FuzzSetAnnotation $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/generate FuzzAddAt $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/bridge/sidecar FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/trace FuzzReadTrace $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/bridge FuzzDecide $(FUZZTIME)
 

@@ -24,6 +24,8 @@ func (a *app) generateCommand() *cobra.Command {
 		crds               []string
 		write, diff, check bool
 		force              bool
+		bridgeImage        string
+		bridgeDeployment   string
 		whenAbsent         = newEnum("Allow", "Allow", "Block")
 		handshake          = newEnum("None", "None", "OperatorCondition", "RequestAck")
 		output             = newEnum("yaml", "yaml", "patch")
@@ -47,11 +49,20 @@ exits 1 when the file is not up to date. Only the annotation changes: every
 other byte (comments, order, quoting, indentation, line endings) stays.
 
 The value is checked with validate's rules against the CRDs at hand first;
-with errors nothing is written and the exit code is 1, unless --force.`,
+with errors nothing is written and the exit code is 1, unless --force.
+
+--bridge IMAGE also adds what statuscheck bridge needs to run on today's
+OLM (docs/bridge.md): a sidecar container in the operator's deployment
+(POD_NAMESPACE from the downward API), the RBAC rules its service account
+lacks (get on the running CSV; get and watch on the status source; under
+RequestAck list and watch on CSVs and patch on the CR), and the
+statuscheck.operatorframework.io/bridge annotation that declares it, with
+the same guarantee: only those lines change.`,
 		Example: `  statuscheck generate -w bundle/
   statuscheck generate -d --kind HyperConverged --name kubevirt-hyperconverged bundle/manifests
   statuscheck generate --check config/manifests/bases/my-operator.clusterserviceversion.yaml --crd config/crd/bases
-  statuscheck generate -o patch bundle/ > config/manifests/status-source-patch.json`,
+  statuscheck generate -o patch bundle/ > config/manifests/status-source-patch.json
+  statuscheck generate -w --bridge quay.io/statuscheck/statuscheck:v0.1.0 bundle/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
@@ -76,10 +87,19 @@ with errors nothing is written and the exit code is 1, unless --force.`,
 			if err := generateConflicts(values, output.value, write, diff, check, len(args)); err != nil {
 				return err
 			}
+			opts := generate.Options{Values: values, CRDs: crds}
+			switch {
+			case f.Changed("bridge") && bridgeImage == "":
+				return usagef("--bridge needs the image that runs statuscheck bridge")
+			case f.Changed("bridge"):
+				opts.Bridge = &generate.Bridge{Image: bridgeImage, Deployment: bridgeDeployment}
+			case f.Changed("bridge-deployment"):
+				return usagef("--bridge-deployment goes with --bridge IMAGE")
+			}
 			code := result.ExitOK
 			fix := fixCommand(f)
 			for _, path := range args {
-				c, err := a.generateOne(path, generate.Options{Values: values, CRDs: crds}, output.value, write, diff, check, force, fix)
+				c, err := a.generateOne(path, opts, output.value, write, diff, check, force, fix)
 				if err != nil {
 					return err
 				}
@@ -106,6 +126,8 @@ with errors nothing is written and the exit code is 1, unless --force.`,
 	f.VarP(output, "output", "o", "yaml (the whole CSV) or patch (a JSON 6902 patch)")
 	f.BoolVar(&check, "check", false, "exit 1 when the file is not up to date (for pre-commit)")
 	f.BoolVar(&force, "force", false, "write even when validate finds errors in the value")
+	f.StringVar(&bridgeImage, "bridge", "", "also add the bridge: a sidecar running `statuscheck bridge` from IMAGE, its RBAC and its declaration (docs/bridge.md)")
+	f.StringVar(&bridgeDeployment, "bridge-deployment", "", "the install strategy's deployment the bridge joins (default: the only one)")
 	return cmd
 }
 
@@ -184,7 +206,11 @@ func (a *app) generateOne(path string, opts generate.Options, output string, wri
 	code := result.ExitOK
 	if check {
 		if res.Changed() {
-			fmt.Fprintf(a.stdout, "%s: the status-source annotation is not up to date; run: %s %s\n", res.File, fix, shellQuote(path))
+			what := "the status-source annotation is"
+			if res.Bridge != nil {
+				what = "the status-source annotation or the bridge is"
+			}
+			fmt.Fprintf(a.stdout, "%s: %s not up to date; run: %s %s\n", res.File, what, fix, shellQuote(path))
 			code = result.ExitFindings
 		}
 		if res.Invalid() {
@@ -216,7 +242,11 @@ func (a *app) generateOne(path string, opts generate.Options, output string, wri
 		if err := generate.WriteFile(res.File, res.Old, res.New); err != nil {
 			return 0, err
 		}
-		fmt.Fprintf(a.stderr, "statuscheck: %s: wrote the status-source annotation (%s)\n", res.File, res.Derivation.From)
+		if res.Bridge != nil {
+			fmt.Fprintf(a.stderr, "statuscheck: %s: wrote the status-source annotation (%s) and the bridge (%s)\n", res.File, res.Derivation.From, res.Bridge)
+		} else {
+			fmt.Fprintf(a.stderr, "statuscheck: %s: wrote the status-source annotation (%s)\n", res.File, res.Derivation.From)
+		}
 	}
 	return code, nil
 }

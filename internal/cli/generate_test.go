@@ -134,7 +134,7 @@ func TestGenerateRefusesInvalidValues(t *testing.T) {
 	code, stdout, stderr := run(t, "generate", "-w", "--api-version", "cool.operators.corp/v2", dir)
 	assert.Equal(t, 1, code)
 	assert.Empty(t, stdout)
-	assert.Contains(t, stderr, "error status-source-version-not-served: in the annotation generate would write: CRD cooloperators.cool.operators.corp has no version v2")
+	assert.Contains(t, stderr, "error status-source-version-not-served: in the lines generate would write: CRD cooloperators.cool.operators.corp has no version v2")
 	assert.Contains(t, stderr, "nothing written (--force writes it anyway)")
 	after, _ := os.ReadFile(csv)
 	assert.Equal(t, string(before), string(after))
@@ -178,6 +178,11 @@ func TestGenerateBadInput(t *testing.T) {
 		{name: "a bad --handshake", args: []string{"generate", "--handshake", "Lock", readOnly}, stderr: `"Lock" is not one of None, OperatorCondition, RequestAck`},
 		{name: "a bad --when-absent", args: []string{"generate", "--when-absent", "block", readOnly}, stderr: `"block" is not one of Allow, Block`},
 		{name: "two paths to stdout", args: []string{"generate", readOnly, readOnly}, stderr: "several paths need -w, -d or --check"},
+		{name: "--bridge without an image", args: []string{"generate", "--bridge", "", readOnly}, stderr: "--bridge needs the image"},
+		{name: "--bridge-deployment alone", args: []string{"generate", "--bridge-deployment", "x", readOnly}, stderr: "--bridge-deployment goes with --bridge IMAGE"},
+		{name: "--bridge into a deployment the CSV lacks", args: []string{"generate", "--bridge", "img:1", "--bridge-deployment", "nope", readOnly}, stderr: `the install strategy has no deployment "nope" (it has "cool-operator")`},
+		{name: "--bridge on a base CSV", args: []string{"generate", "--bridge", "img:1", "--name", "cool-operator", "--crd", "testdata/operator-sdk/config/crd/bases",
+			"testdata/operator-sdk/config/manifests/bases/cool-operator.clusterserviceversion.yaml"}, stderr: "the CSV has no deployments in its install strategy (an operator-sdk base CSV?)"},
 		{name: "a --crd file without CRDs", args: []string{"generate", "--crd", notCSV, readOnly}, stderr: "--crd " + notCSV + " holds no CustomResourceDefinition"},
 	}
 	for _, tt := range tests {
@@ -216,4 +221,62 @@ spec:
 	code, stdout, stderr := run(t, "generate", "--kind", "B", p)
 	assert.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, `{"apiVersion":"b.io/v1","kind":"B","name":"b1"}`)
+}
+
+// TestGenerateBridge: -w adds the sidecar, its RBAC and the declaration,
+// validate accepts the result (and rejects it with the container taken
+// out), --check passes on it and fails on another image, -o patch does
+// what -w does, and RequestAck adds the list, watch and patch it needs.
+func TestGenerateBridge(t *testing.T) {
+	const image = "quay.io/statuscheck/statuscheck:v0.1.0"
+	dir := copyTree(t, "testdata/bundles/good")
+	csvFile := filepath.Join(dir, "manifests", "cool-operator.clusterserviceversion.yaml")
+	orig, err := os.ReadFile(csvFile)
+	require.NoError(t, err)
+
+	code, patch, stderr := run(t, "generate", "-o", "patch", "--bridge", image, dir)
+	require.Equal(t, 0, code, stderr)
+	code, stdout, stderr := run(t, "generate", "-w", "--bridge", image, dir)
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "and the bridge (cool-operator/statuscheck-bridge)")
+	written, err := os.ReadFile(csvFile)
+	require.NoError(t, err)
+	for _, want := range []string{"statuscheck.operatorframework.io/bridge: 'cool-operator/statuscheck-bridge'", "- name: statuscheck-bridge\n                image: " + image, "fieldPath: metadata.namespace", "          - clusterserviceversions\n          verbs:\n          - get\n"} {
+		assert.Contains(t, string(written), want)
+	}
+
+	origJSON, err := yaml.YAMLToJSON(orig)
+	require.NoError(t, err)
+	p, err := jsonpatch.DecodePatch([]byte(patch))
+	require.NoError(t, err, patch)
+	patched, err := p.Apply(origJSON)
+	require.NoError(t, err)
+	wantJSON, err := yaml.YAMLToJSON(written)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(wantJSON), string(patched), "the patch does what -w does")
+
+	code, stdout, _ = run(t, "validate", "--fail-on", "info", dir)
+	assert.Equal(t, 0, code, stdout)
+	code, stdout, _ = run(t, "generate", "--check", "--bridge", image, dir)
+	assert.Equal(t, 0, code, stdout)
+	assert.Empty(t, stdout)
+	code, stdout, _ = run(t, "generate", "--check", "--bridge", "quay.io/statuscheck/statuscheck:v0.2.0", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "the status-source annotation or the bridge is not up to date; run: statuscheck generate -w --bridge quay.io/statuscheck/statuscheck:v0.2.0")
+
+	code, _, stderr = run(t, "generate", "-w", "--bridge", image, "--handshake", "RequestAck", "--request-spec-path", ".spec.upgradeRequest", dir)
+	require.Equal(t, 0, code, stderr)
+	code, stdout, _ = run(t, "validate", "--fail-on", "info", dir)
+	assert.Equal(t, 0, code, stdout)
+	acked, err := os.ReadFile(csvFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(acked), "          - clusterserviceversions\n          verbs:\n          - list\n          - watch\n", "RequestAck lists and watches CSVs")
+
+	// The container taken out again: validate says the bridge lacks it.
+	broken := strings.Replace(string(acked), "              - name: statuscheck-bridge\n", "              - name: other\n", 1)
+	require.NoError(t, os.WriteFile(csvFile, []byte(broken), 0o644))
+	code, stdout, _ = run(t, "validate", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, `error bridge-container-missing: deployment "cool-operator" has no container "statuscheck-bridge"`)
 }

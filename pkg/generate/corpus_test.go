@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,12 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/source"
 )
 
 // TestCorpusRoundTrip adds the annotation to every real CSV: the parsed new
@@ -124,3 +130,163 @@ func FuzzSetAnnotation(f *testing.F) {
 }
 
 var _ = operatorsv1alpha1.ClusterServiceVersion{}
+
+// TestCorpusBridgeRoundTrip adds the status source and the bridge to every
+// real bundle with Run, as `generate --bridge` does: the edit is proven by
+// evanphx/json-patch to be the ops and nothing else (ApplyOps), every line
+// of the old file is still there in order (the `[]` an empty rules or
+// permissions list becomes is the one line that may go), the bridge's
+// container and every rule it needs are in the typed CSV, validate finds
+// exactly what it finds without the bridge, and a second run is
+// byte-identical.
+func TestCorpusBridgeRoundTrip(t *testing.T) {
+	roots, err := filepath.Glob(filepath.Join(testutil.CorpusDir(t), "*"))
+	require.NoError(t, err)
+	n := 0
+	for _, root := range roots {
+		if _, err := os.Stat(filepath.Join(root, "manifests")); err != nil {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(root), func(t *testing.T) {
+			files, _ := filepath.Glob(filepath.Join(root, "manifests", "*clusterserviceversion*"))
+			require.Len(t, files, 1)
+			old, err := os.ReadFile(files[0])
+			require.NoError(t, err)
+			_, oldCSV, err := parseCSV(files[0], old)
+			require.NoError(t, err)
+			owned := oldCSV.Spec.CustomResourceDefinitions.Owned
+			require.NotEmpty(t, owned)
+			_, group, _ := strings.Cut(owned[0].Name, ".")
+			apiVersion, kind, name := group+"/"+owned[0].Version, owned[0].Kind, "the-singleton"
+			values := Values{APIVersion: &apiVersion, Kind: &kind, Name: &name}
+			const image = "quay.io/statuscheck/statuscheck:v0.1.0"
+			bridge := &Bridge{Image: image}
+			if deps := oldCSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs; len(deps) > 1 {
+				bridge.Deployment = deps[len(deps)-1].Name
+			}
+
+			plain, err := Run(root, Options{Values: values})
+			require.NoError(t, err)
+			res, err := Run(root, Options{Values: values, Bridge: bridge})
+			require.NoError(t, err)
+			require.NotNil(t, res.Bridge)
+			assert.Equal(t, bridge.Deployment == "", res.Bridge.Deployment == oldCSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Name)
+
+			assertOldLinesKept(t, old, res.New)
+
+			_, newCSV, err := parseCSV(files[0], res.New)
+			require.NoError(t, err)
+			install := newCSV.Spec.InstallStrategy.StrategySpec
+			dep, ctr := sidecar.Find(install, *res.Bridge)
+			require.GreaterOrEqual(t, ctr, 0, "the container is in the deployment")
+			assert.Equal(t, image, install.DeploymentSpecs[dep].Spec.Template.Spec.Containers[ctr].Image)
+			assert.Equal(t, res.Bridge.String(), newCSV.Annotations[sidecar.AnnotationKey])
+			c := findCRD(mustCRDs(t, root), group, kind)
+			require.NotNil(t, c)
+			assert.Empty(t, sidecar.Missing(install, bundle.ServiceAccount(install.DeploymentSpecs[dep]),
+				sidecar.Needs(res.Derivation.Source, newCSV.Name, c.Plural(), c.Namespaced())), "every rule the bridge needs is granted")
+
+			assert.Equal(t, findingSet(plain.Findings), findingSet(res.Findings), "validate says the same with the bridge as without it")
+			for _, f := range res.Findings {
+				assert.NotContains(t, f.Rule, "bridge-", "%s", f)
+			}
+
+			// A second run on the result plans nothing.
+			dir := t.TempDir()
+			copyBundle(t, root, dir)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "manifests", filepath.Base(files[0])), res.New, 0o644))
+			again, err := Run(dir, Options{Values: values, Bridge: bridge})
+			require.NoError(t, err)
+			assert.Empty(t, again.BridgeOps)
+			assert.Equal(t, string(res.New), string(again.New), "a second run is byte-identical")
+		})
+	}
+	require.Equal(t, 27, n)
+}
+
+// assertOldLinesKept checks that new is old with lines inserted: every old
+// line is in new, in order, but for an emptied flow list ("rules: []"),
+// whose line loses its "[]".
+func assertOldLinesKept(t *testing.T, old, new []byte) {
+	t.Helper()
+	oldLines := strings.SplitAfter(string(old), "\n")
+	newLines := strings.SplitAfter(string(new), "\n")
+	j := 0
+	for _, l := range oldLines {
+		for j < len(newLines) && newLines[j] != l && !(strings.HasSuffix(strings.TrimRight(l, "\r\n"), ": []") && strings.TrimRight(newLines[j], "\r\n") == strings.TrimSuffix(strings.TrimRight(l, "\r\n"), " []")) {
+			j++
+		}
+		if !assert.Less(t, j, len(newLines), "old line %q is gone", l) {
+			return
+		}
+		j++
+	}
+}
+
+func findingSet(fs []result.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		// A finding may point at a line the bridge added (a
+		// clusterPermissions key that was not there): it says so.
+		out = append(out, f.Rule+": "+strings.TrimPrefix(f.Message, ProposedPrefix))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func mustCRDs(t *testing.T, root string) []*crd.CRD {
+	t.Helper()
+	crds, err := source.LoadCRDs(filepath.Join(root, "manifests"))
+	require.NoError(t, err)
+	return crds
+}
+
+func copyBundle(t *testing.T, from, to string) {
+	t.Helper()
+	require.NoError(t, os.CopyFS(to, os.DirFS(from)))
+}
+
+// FuzzAddAt edits arbitrary YAML with the bridge's kinds of op: whenever
+// the editor accepts the input, the text must be the input with the op
+// applied as evanphx/json-patch applies it, and nothing else.
+func FuzzAddAt(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), "testdata", "generate", "*", "in.yaml"))
+	for _, s := range seeds {
+		data, _ := os.ReadFile(s)
+		f.Add(data, "spec/install/spec/permissions/-")
+	}
+	good, _ := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "good", "manifests", "cool-operator.clusterserviceversion.yaml"))
+	f.Add(good, "spec/install/spec/deployments/0/spec/template/spec/containers/-")
+	f.Add(good, "spec/install/spec/permissions/0/rules/-")
+	f.Add(good, "spec/install/spec/clusterPermissions")
+	f.Add([]byte("kind: ClusterServiceVersion\nspec:\n  install:\n    spec:\n      permissions: []\n"), "spec/install/spec/permissions/-")
+	f.Add([]byte("{\"kind\": \"ClusterServiceVersion\", \"spec\": {\"install\": {\"spec\": {\"permissions\": [\n  {\"a\": 1}]}}}}"), "spec/install/spec/permissions/-")
+	f.Add([]byte("kind: ClusterServiceVersion\nspec: {install: {spec: {rules: [], x: {}}}}\n"), "spec/install/spec/x/y")
+	f.Fuzz(func(t *testing.T, data []byte, pointer string) {
+		if len(data) > 1<<16 {
+			return
+		}
+		wd := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 30s for %q", data)) })
+		defer wd.Stop()
+		if _, err := manifest.Parse("in.yaml", data, manifest.DefaultLimits); err != nil {
+			return
+		}
+		value := permission{ServiceAccountName: "sa", Rules: []policyRule{{APIGroups: []string{"a"}, Resources: []string{"b"}, Verbs: []string{"get"}}}}
+		op := Op{Path: strings.Split(pointer, "/"), Value: value}
+		if strings.HasSuffix(pointer, "image") {
+			op.Value = "img:1"
+		}
+		e, err := AddAt(data, op)
+		if err != nil {
+			return
+		}
+		if e.Start < 0 || e.End < e.Start || e.End > len(data) {
+			t.Fatalf("edit out of range: %+v", e)
+		}
+		out := e.Apply(data)
+		if err := verifyOps("in.yaml", data, out, []Op{op}); err != nil && !strings.Contains(err.Error(), "the change does not apply") {
+			t.Fatalf("edit of %q at %s: %v\nresult: %q", data, op.Pointer(), err, out)
+		}
+	})
+}

@@ -30,6 +30,8 @@ type text struct {
 	pos  *manifest.Offsets // node positions to byte offsets
 	nl   string
 	step int // the indentation step of the document
+	// seqIndent is how far a block sequence's dashes sit past its key.
+	seqIndent int
 }
 
 func newText(data []byte) (*text, error) {
@@ -536,10 +538,13 @@ func plainKey(k string) string {
 	for i, r := range k {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || (i > 0 && strings.ContainsRune("._/-", r))
 		if !ok {
-			return singleQuoted(k)
+			return quoted(k)
 		}
 	}
 	if _, bad := map[string]bool{"y": true, "n": true, "yes": true, "no": true, "on": true, "off": true, "true": true, "false": true, "null": true}[strings.ToLower(k)]; bad {
+		return singleQuoted(k)
+	}
+	if scalarText(k) != k { // a number ("0000"), as go.yaml.in/yaml/v3 resolves it
 		return singleQuoted(k)
 	}
 	return k

@@ -18,6 +18,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
@@ -32,6 +33,9 @@ type Options struct {
 	Values Values
 	// CRDs are more CRD files or directories (--crd).
 	CRDs []string
+	// Bridge, when set, adds the bridge's sidecar, its RBAC and its
+	// declaration too (--bridge).
+	Bridge *Bridge
 }
 
 // Result is what generate would do to one CSV file.
@@ -48,6 +52,11 @@ type Result struct {
 	Findings []result.Finding
 	// Notes are things the user should know (checks that could not run).
 	Notes []string
+	// Bridge is the bridge's declaration and the ops that add what it
+	// needs (empty when it is all there), with Options.Bridge.
+	Bridge *sidecar.Declaration
+	// BridgeOps are those ops, the declaration's annotation not included.
+	BridgeOps []Op
 }
 
 // Changed reports whether the file would change.
@@ -106,15 +115,46 @@ func Run(path string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Bridge != nil {
+		if err := res.addBridge(newDoc, newCSV, findCRD(crds, groupOf(d.Source.APIVersion), d.Source.Kind), *opts.Bridge); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if newDoc, newCSV, err = parseCSV(file, res.New); err != nil {
+			return nil, err
+		}
+	}
 	res.Findings, res.Notes = check(file, newDoc, newCSV, crds, inBundle || len(opts.CRDs) > 0)
 	res.Findings = toOldPositions(file, old, res.New, res.Findings)
 	res.Notes = append(d.Notes, res.Notes...)
 	return res, nil
 }
 
+// addBridge makes the bridge's edits on res.New: the ops, then the
+// declaration's annotation, each proven to change only what it says.
+func (res *Result) addBridge(doc *manifest.Document, csv *operatorsv1alpha1.ClusterServiceVersion, c *crd.CRD, b Bridge) error {
+	ops, decl, err := BridgeOps(doc.Object(), csv, res.Derivation.Source, c, b)
+	if err != nil {
+		return err
+	}
+	res.Bridge, res.BridgeOps = &decl, ops
+	if res.New, err = ApplyOps(res.File, res.New, ops); err != nil {
+		return err
+	}
+	if csv.Annotations[sidecar.AnnotationKey] == decl.String() {
+		return nil
+	}
+	edit, err := SetAnnotation(res.New, sidecar.AnnotationKey, decl.String())
+	if err != nil {
+		return fmt.Errorf("editing %s: %w", res.File, err)
+	}
+	mid := res.New
+	res.New = edit.Apply(mid)
+	return Verify(res.File, mid, res.New, sidecar.AnnotationKey, decl.String())
+}
+
 // ProposedPrefix starts the message of a finding about a line the user's
 // file does not have yet: a line generate would write.
-const ProposedPrefix = "in the annotation generate would write: "
+const ProposedPrefix = "in the lines generate would write: "
 
 // toOldPositions moves the positions of findings in the CSV file from the
 // edited text to the file the user has: a line the edit left alone keeps
@@ -240,6 +280,14 @@ func parseCSV(file string, data []byte) (*manifest.Document, *operatorsv1alpha1.
 // the way Kubernetes parses them, every document of new equals the one of
 // old, except that the CSV carries key=value.
 func Verify(file string, old, new []byte, key, value string) error {
+	return verifyDocs(file, old, new, func(csv map[string]interface{}) (interface{}, error) {
+		return withAnnotation(csv, key, value), nil
+	})
+}
+
+// verifyDocs proves that new is old with change made to its first CSV
+// document and nothing else.
+func verifyDocs(file string, old, new []byte, change func(csv map[string]interface{}) (interface{}, error)) error {
 	fail := func(format string, args ...interface{}) error {
 		return fmt.Errorf("%s: generate could not edit the file safely (%s); nothing was written. Please report this with the file", file, fmt.Sprintf(format, args...))
 	}
@@ -258,11 +306,13 @@ func Verify(file string, old, new []byte, key, value string) error {
 	for i := range before {
 		want := before[i].Value
 		if obj := before[i].Object(); !done && obj["kind"] == bundle.CSVKind {
-			want = withAnnotation(obj, key, value)
+			if want, err = change(obj); err != nil {
+				return fail("the change does not apply: %v", err)
+			}
 			done = true
 		}
 		if !reflect.DeepEqual(normalize(want), normalize(after[i].Value)) {
-			return fail("document %d differs beyond the annotation", i+1)
+			return fail("document %d differs beyond the change", i+1)
 		}
 	}
 	if !done {

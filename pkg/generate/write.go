@@ -11,6 +11,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 )
 
 // WriteFile replaces path with data, atomically: a temporary file in the
@@ -96,22 +97,29 @@ func Diff(r *Result) (string, error) {
 	})
 }
 
-// Patch renders a JSON 6902 patch that sets the annotation, ready for a
-// kustomize patches entry targeting the CSV. "add" replaces an existing
-// member (RFC 6902 section 4.1); without metadata.annotations the patch
-// adds the whole map, since a JSON pointer cannot create parents.
+// Patch renders a JSON 6902 patch that sets the annotation (and, with
+// the bridge, its declaration and the ops that add its container and
+// RBAC), ready for a kustomize patches entry targeting the CSV. "add"
+// replaces an existing member (RFC 6902 section 4.1); without
+// metadata.annotations the patch adds the whole map, since a JSON pointer
+// cannot create parents.
 func Patch(r *Result) ([]byte, error) {
-	value := r.Derivation.Source.Marshal()
-	type op struct {
-		Op    string      `json:"op"`
-		Path  string      `json:"path"`
-		Value interface{} `json:"value"`
+	anns := map[string]string{v1alpha1.AnnotationKey: r.Derivation.Source.Marshal()}
+	keys := []string{v1alpha1.AnnotationKey}
+	if r.Bridge != nil {
+		anns[sidecar.AnnotationKey] = r.Bridge.String()
+		keys = append(keys, sidecar.AnnotationKey)
 	}
-	var ops []op
+	var ops []patchOp
 	if r.HadAnnotations {
-		ops = []op{{Op: "add", Path: "/metadata/annotations/" + escapePointer(v1alpha1.AnnotationKey), Value: value}}
+		for _, k := range keys {
+			ops = append(ops, patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(k), Value: anns[k]})
+		}
 	} else {
-		ops = []op{{Op: "add", Path: "/metadata/annotations", Value: map[string]string{v1alpha1.AnnotationKey: value}}}
+		ops = []patchOp{{Op: "add", Path: "/metadata/annotations", Value: anns}}
+	}
+	for _, op := range r.BridgeOps {
+		ops = append(ops, op.patch())
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

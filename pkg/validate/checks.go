@@ -3,16 +3,15 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
@@ -424,72 +423,16 @@ func orCore(g string) string {
 	return g
 }
 
-// ruleAllows reports whether an RBAC rule grants verb on group/resource
-// (with subresource) for the named object, following Kubernetes'
-// pkg/apis/rbac/v1/evaluation_helpers.go: "*" matches any verb, group or
-// resource, "*/status" matches the status subresource of any resource, and
-// resourceNames, when set, must list the object.
-func ruleAllows(r rbacv1.PolicyRule, verbs []string, group, resource, subresource, name string) bool {
-	verbOK := false
-	for _, v := range r.Verbs {
-		if v == rbacv1.VerbAll || slices.Contains(verbs, v) {
-			verbOK = true
-		}
-	}
-	if !verbOK {
-		return false
-	}
-	if !slices.Contains(r.APIGroups, rbacv1.APIGroupAll) && !slices.Contains(r.APIGroups, group) {
-		return false
-	}
-	combined := resource + "/" + subresource
-	resOK := false
-	for _, res := range r.Resources {
-		if res == rbacv1.ResourceAll || res == combined || res == "*/"+subresource {
-			resOK = true
-		}
-	}
-	if !resOK {
-		return false
-	}
-	return len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name)
-}
-
 func checkRBAC(ctx *Context) []Issue {
 	if ctx.CRD == nil {
 		return nil
 	}
 	group, plural := ctx.CRD.Group(), ctx.CRD.Plural()
 	install := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec
-	accounts := map[string]bool{}
-	for _, d := range install.DeploymentSpecs {
-		sa := d.Spec.Template.Spec.ServiceAccountName
-		if sa == "" {
-			sa = "default"
+	for _, verb := range []string{"update", "patch"} {
+		if bundle.Grants(install, "", bundle.Request{Verb: verb, Group: group, Resource: plural, Subresource: "status", Name: ctx.Source.Name}, !ctx.CRD.Namespaced()) {
+			return nil
 		}
-		accounts[sa] = true
-	}
-	applies := func(p operatorsv1alpha1.StrategyDeploymentPermissions) bool {
-		return len(accounts) == 0 || accounts[p.ServiceAccountName]
-	}
-	verbs := []string{"update", "patch"}
-	grants := func(perms []operatorsv1alpha1.StrategyDeploymentPermissions) bool {
-		for _, p := range perms {
-			if !applies(p) {
-				continue
-			}
-			for _, r := range p.Rules {
-				if ruleAllows(r, verbs, group, plural, "status", ctx.Source.Name) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	// permissions become Roles in the operator's namespaces; only
-	// clusterPermissions (ClusterRoles) reach a cluster-scoped kind.
-	if grants(install.ClusterPermissions) || (ctx.CRD.Namespaced() && grants(install.Permissions)) {
-		return nil
 	}
 	scope := "permissions or clusterPermissions"
 	if !ctx.CRD.Namespaced() {
@@ -534,6 +477,76 @@ func checkHandshakePaths(ctx *Context) []Issue {
 	}
 	if h.Ack != nil && h.Ack.StatusPath != "" && r.statusRefused == nil && !r.ackKept && r.tokenTypeError("ack.statusPath") == nil {
 		out = append(out, issue("handshake.ack.statusPath", "a token echoed at %s comes back without it (probe 1, the status write): CRD %s version %s prunes the field", h.Ack.StatusPath, ctx.CRD.Name(), ctx.Version.Name))
+	}
+	return out
+}
+
+// bridgePath is where the bridge's declaration is written.
+var bridgePath = manifest.NewPath("metadata", "annotations").Key(sidecar.AnnotationKey)
+
+// declaredBridge is the CSV's bridge declaration and where its container
+// is (sidecar.Find), or an issue saying why it cannot be found.
+func declaredBridge(ctx *Context) (d *sidecar.Declaration, dep, ctr int, issue *Issue) {
+	if ctx.CSV == nil {
+		return nil, -1, -1, nil
+	}
+	d, err := sidecar.Declared(ctx.CSV.Obj)
+	if err != nil {
+		is := at(ctx.CSV.Doc, bridgePath, "the bridge annotation %s: %v", sidecar.AnnotationKey, err)
+		return nil, -1, -1, &is
+	}
+	if d == nil {
+		return nil, -1, -1, nil
+	}
+	install := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec
+	dep, ctr = sidecar.Find(install, *d)
+	switch {
+	case dep < 0:
+		var names []string
+		for _, s := range install.DeploymentSpecs {
+			names = append(names, strconv.Quote(s.Name))
+		}
+		has := "none"
+		if len(names) > 0 {
+			has = strings.Join(names, ", ")
+		}
+		is := at(ctx.CSV.Doc, bridgePath, "the bridge is declared in deployment %q, which the install strategy does not have (it has %s)", d.Deployment, has)
+		return d, dep, ctr, &is
+	case ctr < 0:
+		is := atKey(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", "deployments").Index(dep).Child("spec", "template", "spec", "containers"),
+			"deployment %q has no container %q to run the bridge declared in %s, so nothing writes the OperatorCondition", d.Deployment, d.Container, sidecar.AnnotationKey)
+		return d, dep, ctr, &is
+	}
+	return d, dep, ctr, nil
+}
+
+func checkBridgeContainer(ctx *Context) []Issue {
+	d, _, _, issue := declaredBridge(ctx)
+	if issue != nil {
+		return []Issue{*issue}
+	}
+	if d != nil && !ctx.HasAnnotation {
+		return []Issue{at(ctx.CSV.Doc, bridgePath, "the bridge is declared but the CSV has no %s annotation for it to read, so it cannot start", v1alpha1.AnnotationKey)}
+	}
+	return nil
+}
+
+func checkBridgeRBAC(ctx *Context) []Issue {
+	d, dep, ctr, issue := declaredBridge(ctx)
+	if d == nil || issue != nil || ctr < 0 || ctx.Source == nil || ctx.CRD == nil {
+		return nil // the container's rule, or the status source's, says why
+	}
+	install := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec
+	sa := bundle.ServiceAccount(install.DeploymentSpecs[dep])
+	var out []Issue
+	for _, m := range sidecar.Missing(install, sa, sidecar.Needs(ctx.Source, ctx.CSV.Obj.Name, ctx.CRD.Plural(), ctx.CRD.Namespaced())) {
+		where := "permissions or clusterPermissions"
+		key := "permissions"
+		if m.Cluster {
+			where, key = "clusterPermissions (outside the operator's namespace only a ClusterRole reaches)", "clusterPermissions"
+		}
+		out = append(out, atKey(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", key),
+			"the bridge's service account %q is not granted %s in the install strategy's %s: the bridge %s", sa, m.Describe(), where, m.Why))
 	}
 	return out
 }

@@ -18,6 +18,13 @@ const (
 	goodAnnotation = `    operatorframework.io/status-source: '{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator"}'`
 )
 
+var (
+	bridgeDeclared  = edit{csvFile, goodAnnotation + "\n", goodAnnotation + "\n    statuscheck.operatorframework.io/bridge: cool-operator/statuscheck-bridge\n"}
+	bridgeContainer = edit{csvFile, "                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n",
+		"                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n              - name: statuscheck-bridge\n                image: quay.io/statuscheck/statuscheck:v0.1.0\n                args: [bridge]\n"}
+	csvGetRule = "        - apiGroups:\n          - operators.coreos.com\n          resources:\n          - clusterserviceversions\n          verbs:\n          - get\n"
+)
+
 type edit struct {
 	file     string
 	old, new string
@@ -155,6 +162,17 @@ var fixtures = []fixture{
 		edits: []edit{annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeToken"}}}`)}},
 	{rule: "handshake-path-missing", pass: true, comment: "a request through a spec field the schema defines",
 		edits: []edit{annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`)}},
+
+	{rule: "bridge-container-missing", comment: "the bridge declared, its container never added",
+		edits: []edit{bridgeDeclared}},
+	{rule: "bridge-container-missing", pass: true, comment: "what generate --bridge writes: the declaration, the container and the CSV rule",
+		edits: []edit{bridgeDeclared, bridgeContainer, {csvFile, statusRule, statusRule + csvGetRule}}},
+
+	{rule: "bridge-rbac-missing", comment: "the container without the permission to read the running CSV",
+		edits: []edit{bridgeDeclared, bridgeContainer}},
+	{rule: "bridge-rbac-missing", pass: true, comment: "the CSV read granted by name through clusterPermissions",
+		edits: []edit{bridgeDeclared, bridgeContainer,
+			{csvFile, "      deployments:\n", "      clusterPermissions:\n      - serviceAccountName: cool-operator\n        rules:\n        - apiGroups: [operators.coreos.com]\n          resources: [clusterserviceversions]\n          resourceNames: [cool-operator.v0.2.0]\n          verbs: [get]\n      deployments:\n"}}},
 
 	{rule: "manifest-limit", comment: "a YAML alias bomb",
 		add: map[string]string{"manifests/bomb.configmap.yaml": aliasBomb}},

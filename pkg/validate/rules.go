@@ -168,6 +168,20 @@ func Rules() []Rule {
 			Check:       checkHandshakePaths,
 		},
 		{
+			ID:          "bridge-container-missing",
+			Severity:    result.Error,
+			Summary:     "The CSV declares the bridge (annotation statuscheck.operatorframework.io/bridge: DEPLOYMENT/CONTAINER) but the install strategy has no such deployment or container, the value does not parse, or there is no status-source annotation for the bridge to read.",
+			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the container, its RBAC and the declaration together; or fix the declaration to name the container that runs `statuscheck bridge`.",
+			Check:       checkBridgeContainer,
+		},
+		{
+			ID:          "bridge-rbac-missing",
+			Severity:    result.Error,
+			Summary:     "The declared bridge's service account lacks a permission the bridge needs: get on the running CSV (list and watch on CSVs under RequestAck) and get, watch (patch under RequestAck) on the status source; OLM grants the OperatorCondition itself.",
+			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the missing rules to the deployment's service account; clusterPermissions for a cluster-scoped kind or a pinned namespace.",
+			Check:       checkBridgeRBAC,
+		},
+		{
 			ID:       bundle.CodeLimit,
 			Severity: result.Error,
 			Summary: fmt.Sprintf("A manifest exceeds a documented limit (%d MiB, %d documents, %d levels of nesting, %d alias-expanded nodes) and was not read.",

@@ -227,6 +227,8 @@ func TestRegistry(t *testing.T) {
 		"status-rbac-missing":                   result.Error,
 		"handshake-request-not-observable":      result.Error,
 		"handshake-path-missing":                result.Error,
+		"bridge-container-missing":              result.Error,
+		"bridge-rbac-missing":                   result.Error,
 	}
 	for id, s := range spec {
 		var found *Rule
