@@ -17,10 +17,14 @@ const (
 	ActorOperator Actor = "operator"
 	ActorOLM      Actor = "olm"
 	ActorAdmin    Actor = "admin"
+	// ActorBridge is statuscheck bridge, which writes the
+	// OperatorCondition's Upgradeable entry from the status source and,
+	// under RequestAck, the request to the CR (docs/bridge.md).
+	ActorBridge Actor = "bridge"
 )
 
 // Actors lists the actors in the order the contract names them.
-func Actors() []Actor { return []Actor{ActorUser, ActorOperator, ActorOLM, ActorAdmin} }
+func Actors() []Actor { return []Actor{ActorUser, ActorOperator, ActorOLM, ActorAdmin, ActorBridge} }
 
 // Verb is what a step does.
 type Verb string
@@ -68,19 +72,24 @@ const (
 // (docs/contract.md section 8): users, operators and admins write; the
 // operator writes status; OLM requests, checks, upgrades, syncs the
 // OperatorCondition and creates it (its generator recreates a deleted
-// one).
+// one); the bridge updates the OperatorCondition (its spec's Upgradeable
+// entry) and, in OLM's stead, writes the request to the CR.
 func Allowed(a Actor, v Verb, t Target) bool {
 	switch v {
 	case VerbCreate:
 		return a == ActorUser || a == ActorOperator || a == ActorAdmin || a == ActorOLM && t == TargetOperatorCondition
-	case VerbUpdate, VerbDelete:
+	case VerbUpdate:
+		return a == ActorUser || a == ActorOperator || a == ActorAdmin || a == ActorBridge && t == TargetOperatorCondition
+	case VerbDelete:
 		return a == ActorUser || a == ActorOperator || a == ActorAdmin
 	case VerbUpdateStatus:
 		if t == TargetOperatorCondition {
 			return a == ActorOLM
 		}
 		return a == ActorOperator
-	case VerbRequest, VerbCheck, VerbUpgrade:
+	case VerbRequest:
+		return (a == ActorOLM || a == ActorBridge) && t != TargetOperatorCondition
+	case VerbCheck, VerbUpgrade:
 		return a == ActorOLM && t != TargetOperatorCondition
 	}
 	return false
@@ -105,6 +114,11 @@ type StatusTrace struct {
 	// Recorded marks a trace recorded from a cluster (statuscheck record):
 	// the gate is evaluated after every observed change.
 	Recorded bool `json:"recorded,omitempty"`
+	// Bridge says statuscheck bridge writes the OperatorCondition from the
+	// status source and OLM's gate reads the OperatorCondition, as OLM v0
+	// does (docs/bridge.md): the status source's handshake is the
+	// bridge's.
+	Bridge bool `json:"bridge,omitempty"`
 	// Initial is the CR as first observed; null when it does not exist
 	// yet.
 	Initial Object `json:"initial"`

@@ -27,6 +27,7 @@ type simulateFlags struct {
 	policy, format, output *enumFlag
 	failOn                 *enumFlag
 	explore                bool
+	bridge                 bool
 	depth                  int
 	timeout                time.Duration
 	counterexamples        string
@@ -120,6 +121,7 @@ those as StatusTraces that simulate replays to the same violation.`,
 	fl.VarP(f.output, "output", "o", "output: text (a timeline), json or html (html for a replay; --explore writes text or json)")
 	fl.Var(f.failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
 	fl.BoolVar(&f.explore, "explore", false, "search every interleaving of the lock protocol instead of replaying a trace")
+	fl.BoolVar(&f.bridge, "bridge", false, "statuscheck bridge writes the OperatorCondition and OLM reads it (today's OLM; a trace can say so itself with bridge: true)")
 	fl.IntVar(&f.depth, "depth", explore.DefaultDepth, "--explore: the most steps a trace may take")
 	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this long (0: no limit), reporting what was found")
 	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into this directory")
@@ -173,6 +175,7 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	cfg.Bridge = cfg.Bridge || f.bridge
 	failOn, _ := result.ParseSeverity(f.failOn.value)
 	var sum *simulate.Summary
 	switch f.output.value {
@@ -277,6 +280,7 @@ func (a *app) runExplore(f simulateFlags) (int, error) {
 	code := result.ExitOK
 	for _, p := range pols {
 		cfg := simulate.ContextConfig(sctx, []contract.Policy{p}, p)
+		cfg.Bridge = f.bridge
 		ctx := gocontext.Background()
 		if f.timeout > 0 {
 			var cancel gocontext.CancelFunc

@@ -15,7 +15,7 @@ import (
 // status source and the generation rules it ran with, one step per line.
 func Trace(name, comment string, cfg *Config, res *Result, steps []Step) []byte {
 	return trace.Write(trace.Header{Name: name, Comment: comment, Source: cfg.Source, StatusSubresource: cfg.StatusSubresource,
-		Initial: res.Initial, OperatorCondition: res.OperatorCondition}, steps)
+		Bridge: cfg.Bridge, Initial: res.Initial, OperatorCondition: res.OperatorCondition}, steps)
 }
 
 // WriteCounterexamples writes each counterexample of res into dir as

@@ -111,6 +111,13 @@ type actors struct {
 	truthTrue bool  // what the operator last reported
 	approved  bool  // OLM's check allowed; the replacement is due
 	changes   int8  // the user's spec changes so far
+
+	// The bridge (Config.Bridge): what it decided at its last read and
+	// has not written yet, and whether OLM has made the replacing CSV
+	// (RequestAck).
+	bridgeRequest bool
+	bridgeWrite   []interface{}
+	replacing     bool
 }
 
 type node struct {
@@ -156,6 +163,13 @@ func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[strin
 		}
 	}
 	cr["status"] = statusValue(cfg, true, 1, "")
+	if cfg.Bridge {
+		if src.Mode() == v1alpha1.HandshakeOperatorCondition {
+			return nil, nil, change, fmt.Errorf("the bridge writes the OperatorCondition in the operator's stead: explore it with a None or RequestAck handshake, not OperatorCondition")
+		}
+		oc, err = bridgeStart(cfg, cr)
+		return cr, oc, change, err
+	}
 	if src.Mode() == v1alpha1.HandshakeOperatorCondition {
 		oc = map[string]interface{}{
 			"apiVersion": simulate.OperatorConditionAPIVersion, "kind": simulate.OperatorConditionKind,
@@ -366,7 +380,9 @@ func (r *Result) finish(states, depth int, start time.Time) {
 func path(nodes []node, idx int32) []Step {
 	var rev []Step
 	for i := idx; i > 0; i = nodes[i].parent {
-		rev = append(rev, nodes[i].step)
+		if !internal(nodes[i].step) {
+			rev = append(rev, nodes[i].step)
+		}
 	}
 	out := make([]Step, len(rev))
 	for i := range rev {
@@ -409,14 +425,21 @@ func moves(cfg *Config, n *node, maxChanges int, change SpecChange) []Step {
 			out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdate, Target: v1alpha1.TargetOperatorCondition,
 				Value: map[string]interface{}{"spec": map[string]interface{}{"conditions": []interface{}{want}}}})
 		}
-		if !ocSynced(s.OC) {
-			out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition})
-		}
+	}
+	if cfg.Bridge {
+		out = append(out, bridgeMoves(cfg, n)...)
+	}
+	if cfg.ReadsOC() && !ocSynced(s.OC) {
+		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition})
 	}
 	// OLM.
 	switch {
 	case a.approved:
 		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade})
+	case cfg.Bridge && mode == v1alpha1.HandshakeRequestAck && !a.replacing:
+		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: verbReplacement})
+	case cfg.Bridge:
+		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck})
 	case mode == v1alpha1.HandshakeRequestAck && !s.Requested:
 		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbRequest})
 	default:
@@ -463,6 +486,16 @@ func ocSynced(oc simulate.Object) bool {
 // apply runs a move through the core and updates what the actors remember.
 func apply(cfg *Config, n *node, st Step, opts Options) (node, simulate.Outcome, error) {
 	child := node{act: n.act}
+	switch st.Verb {
+	case verbBridgeReads:
+		child.state = n.state
+		bridgeReads(cfg, &child.state, &child.act)
+		return child, simulate.Outcome{}, nil
+	case verbReplacement:
+		child.state = n.state
+		child.act.replacing = true
+		return child, simulate.Outcome{}, nil
+	}
 	s, out, err := simulate.Next(cfg, n.state, st)
 	if err != nil {
 		return child, out, err
@@ -485,6 +518,12 @@ func apply(cfg *Config, n *node, st Step, opts Options) (node, simulate.Outcome,
 		if n.state.Requested {
 			a.answered = n.state.Token
 		}
+	case st.Actor == v1alpha1.ActorBridge && st.Verb == v1alpha1.VerbRequest:
+		a.bridgeRequest = false
+	case st.Actor == v1alpha1.ActorBridge:
+		a.bridgeWrite = nil
+	case st.Verb == v1alpha1.VerbUpgrade:
+		a.replacing = false
 	case st.Verb == v1alpha1.VerbCheck:
 		for _, d := range out.Verdicts {
 			if d.Verdict == contract.Allow {
@@ -546,6 +585,9 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 	if conds, ok := spec2["conditions"].([]interface{}); ok && len(conds) > 0 {
 		m, _ := conds[0].(map[string]interface{})
 		b = append(b, fmt.Sprint(m["status"])[0])
+		if cfg.Bridge { // the bridge writes again when its reason changes
+			b = append(b, fmt.Sprint(m["reason"])...)
+		}
 	}
 	for _, c := range s.OC.Conditions {
 		b = append(b, c.Status[0])
@@ -575,6 +617,15 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 	flag(a.truthTrue)
 	flag(a.approved)
 	b = append(b, byte(a.changes))
+	if cfg.Bridge {
+		flag(a.bridgeRequest)
+		flag(a.replacing)
+		b = append(b, '|')
+		for _, c := range a.bridgeWrite {
+			m, _ := c.(map[string]interface{})
+			b = append(b, fmt.Sprint(m["status"], m["reason"])...)
+		}
+	}
 	return string(b)
 }
 

@@ -32,9 +32,16 @@ func exploreBundle(t testing.TB, name string, p contract.Policy, depth int) (*Co
 }
 
 func exploreDir(t testing.TB, dir string, p contract.Policy, depth int) (*Config, *Result) {
+	return exploreWith(t, dir, p, depth, false)
+}
+
+// exploreWith explores a bundle, with the bridge writing the
+// OperatorCondition when bridge is set.
+func exploreWith(t testing.TB, dir string, p contract.Policy, depth int, bridge bool) (*Config, *Result) {
 	ctx, err := source.FromBundle(dir)
 	require.NoError(t, err)
 	cfg := simulate.ContextConfig(ctx, []contract.Policy{p}, p)
+	cfg.Bridge = bridge
 	res, err := Run(context.Background(), cfg, Options{Depth: depth})
 	require.NoError(t, err)
 	return cfg, res
@@ -150,9 +157,24 @@ func TestExploreSaysNeverUpgradeable(t *testing.T) {
 // violation at the same step.
 func TestCounterexamplesReplay(t *testing.T) {
 	count := 0
+	type run struct {
+		bundle string
+		bridge bool
+	}
+	var runs []run
 	for _, b := range []string{"none", "operatorcondition", "request-spec", "request-annotation", "request-annotation-ack"} {
+		runs = append(runs, run{bundle: b})
+		if b != "operatorcondition" {
+			runs = append(runs, run{bundle: b, bridge: true})
+		}
+	}
+	for _, r := range runs {
+		b := r.bundle
+		if r.bridge {
+			b += "+bridge"
+		}
 		for _, p := range contract.Policies() {
-			cfg, res := exploreBundle(t, b, p, DefaultDepth)
+			cfg, res := exploreWith(t, handshakeBundle(r.bundle), p, DefaultDepth, r.bridge)
 			dir := t.TempDir()
 			files, err := WriteCounterexamples(dir, cfg, res)
 			require.NoError(t, err)
@@ -167,6 +189,7 @@ func TestCounterexamplesReplay(t *testing.T) {
 					rcfg, _, err := simulate.NewConfig(nil, tr, []contract.Policy{p}, p)
 					require.NoError(t, err)
 					assert.Equal(t, cfg.StatusSubresource, rcfg.StatusSubresource)
+					assert.Equal(t, cfg.Bridge, rcfg.Bridge, "the trace says whether the bridge writes the OperatorCondition")
 					sum, err := simulate.Replay(tr, rcfg, nil)
 					require.NoError(t, err)
 					found := false
@@ -180,7 +203,70 @@ func TestCounterexamplesReplay(t *testing.T) {
 			}
 		}
 	}
-	assert.GreaterOrEqual(t, count, 10)
+	assert.GreaterOrEqual(t, count, 20)
+}
+
+// TestExploreWithTheBridge is issue 19's model check: with the bridge
+// writing the OperatorCondition from the CR (reading and writing in
+// separate moves) and OLM's status copy a move of its own, freshness mode
+// keeps the lag window (a spec change lands after the bridge's True and
+// before OLM's check: unsafe-approval in two steps), and a RequestAck
+// handshake that can tell an answer leaves no violation at the default
+// depth under any policy; an annotation request without an echo cannot.
+func TestExploreWithTheBridge(t *testing.T) {
+	tests := []struct {
+		name   string
+		bundle string
+		policy contract.Policy
+		want   []string // the rules found
+		// shortest is the first counterexample's steps, as actor verb.
+		shortest []string
+	}{
+		{name: "freshness: the lag window", bundle: "none", policy: contract.PolicyOLM,
+			want: []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked}, shortest: []string{"user update", "olm check"}},
+		{name: "freshness, strict", bundle: "none", policy: contract.PolicyStrict,
+			want: []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked}, shortest: []string{"user update", "olm check"}},
+		{name: "spec request", bundle: "request-spec", policy: contract.PolicyOLM},
+		{name: "spec request, naive", bundle: "request-spec", policy: contract.PolicyNaive},
+		{name: "annotation request with an echo", bundle: "request-annotation-ack", policy: contract.PolicyOLM},
+		{name: "annotation request with an echo, strict", bundle: "request-annotation-ack", policy: contract.PolicyStrict},
+		{name: "annotation request without an echo", bundle: "request-annotation", policy: contract.PolicyOLM,
+			want: []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked, simulate.RuleUnacknowledgedUpgrade}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, res := exploreWith(t, handshakeBundle(tt.bundle), tt.policy, DefaultDepth, true)
+			assert.Equal(t, DefaultDepth, res.Depth)
+			assert.Greater(t, res.States, 1000)
+			assert.ElementsMatch(t, tt.want, rules(res))
+			if tt.shortest == nil {
+				return
+			}
+			var got []string
+			for _, st := range res.Counterexamples[0].Steps {
+				got = append(got, string(st.Actor)+" "+string(st.Verb))
+			}
+			assert.Equal(t, tt.shortest, got)
+		})
+	}
+	t.Run("the bridge's own moves", func(t *testing.T) {
+		_, res := exploreWith(t, handshakeBundle("request-annotation"), contract.PolicyOLM, DefaultDepth, true)
+		require.NotEmpty(t, res.Counterexamples)
+		actors := map[v1alpha1.Actor]bool{}
+		for _, st := range res.Counterexamples[0].Steps {
+			actors[st.Actor] = true
+			assert.False(t, internal(st), "traces leave out the explorer's own moves")
+		}
+		assert.True(t, actors[v1alpha1.ActorBridge], "the bridge writes the request and the OperatorCondition")
+	})
+	t.Run("not with the OperatorCondition handshake", func(t *testing.T) {
+		ctx, err := source.FromBundle(handshakeBundle("operatorcondition"))
+		require.NoError(t, err)
+		cfg := simulate.ContextConfig(ctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
+		cfg.Bridge = true
+		_, err = Run(context.Background(), cfg, Options{Depth: 4})
+		assert.ErrorContains(t, err, "the bridge writes the OperatorCondition in the operator's stead")
+	})
 }
 
 func TestExploreIsDeterministic(t *testing.T) {

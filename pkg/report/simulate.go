@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 )
@@ -50,7 +49,7 @@ func NewTimeline(w io.Writer, sum *simulate.Summary, spool io.ReadWriteSeeker) *
 
 func (t *Timeline) columns() []string {
 	upgradeable := "UPGRADEABLE"
-	if t.sum.Mode == v1alpha1.HandshakeOperatorCondition {
+	if t.sum.ReadsOC {
 		upgradeable = "UPGRADEABLE (OC)" // what OLM's gate reads
 	}
 	cols := []string{"STEP", "LINE", "ACTOR", "ACTION", "GEN", upgradeable}

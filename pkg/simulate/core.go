@@ -55,6 +55,11 @@ type Config struct {
 	// the operator echoes it, decided from the CRD (source.Context.Tokens);
 	// the zero value writes strings.
 	Tokens contract.Tokens
+	// Bridge: statuscheck bridge writes the OperatorCondition from the
+	// status source, and OLM's gate reads the OperatorCondition
+	// (isOperatorUpgradeable), as OLM v0 does whatever the annotation
+	// says; the handshake is the bridge's (docs/bridge.md).
+	Bridge bool
 	// Memo, when set, remembers the apiserver model's answers: the same
 	// write to the same object is decided once (explore asks it again in
 	// many interleavings).
@@ -62,6 +67,10 @@ type Config struct {
 }
 
 func (c *Config) mode() v1alpha1.HandshakeMode { return c.Source.Mode() }
+
+// ReadsOC says OLM's gate reads the OperatorCondition: in the
+// OperatorCondition handshake, and with the bridge.
+func (c *Config) ReadsOC() bool { return c.Bridge || c.mode() == v1alpha1.HandshakeOperatorCondition }
 
 func (c *Config) request() *v1alpha1.HandshakeRequest { return c.Source.Request() }
 
@@ -549,6 +558,10 @@ func Verdicts(cfg *Config, s State) []contract.Decision {
 // OperatorCondition and the standing request.
 func gate(cfg *Config, s *State, p contract.Policy) contract.Decision {
 	oc := contract.Observation{Exists: s.OC.Exists, Generation: s.OC.Generation, Conditions: s.OC.Conditions, Overrides: s.OC.Overrides()}
+	if cfg.Bridge {
+		// OLM's own flow: isOperatorUpgradeable on the OperatorCondition.
+		return contract.Gate(p, nil, oc)
+	}
 	return contract.Decide(p, cfg.Source, observation(cfg, s), oc, s.Request())
 }
 
@@ -634,7 +647,7 @@ func approved(cfg *Config, s State, st Step, p contract.Policy, d contract.Decis
 			continue
 		}
 		msg := fmt.Sprintf("the %s gate allowed on %s, which is not a fresh %s=True", p, contract.DescribeCondition(c, obs), t)
-		if cfg.mode() == v1alpha1.HandshakeOperatorCondition {
+		if cfg.ReadsOC() {
 			var oc *contract.Condition
 			if s.OC.Exists {
 				oc = contract.Find(s.OC.Conditions, contract.ConditionUpgradeable)

@@ -41,10 +41,15 @@ type Summary struct {
 	Source            string `json:"source"`
 	StatusSubresource bool   `json:"statusSubresource"`
 	// Mode is the handshake, which decides what the gate reads.
-	Mode       v1alpha1.HandshakeMode `json:"-"`
-	Policies   []contract.Policy      `json:"policies"`
-	Steps      int                    `json:"steps"`
-	Violations []Violation            `json:"violations"`
+	Mode v1alpha1.HandshakeMode `json:"-"`
+	// ReadsOC: OLM's gate reads the OperatorCondition (the
+	// OperatorCondition handshake, or the bridge).
+	ReadsOC bool `json:"-"`
+	// Bridge: the bridge writes the OperatorCondition.
+	Bridge     bool              `json:"bridge,omitempty"`
+	Policies   []contract.Policy `json:"policies"`
+	Steps      int               `json:"steps"`
+	Violations []Violation       `json:"violations"`
 	// Dropped counts violations beyond MaxViolations.
 	Dropped int `json:"dropped,omitempty"`
 	// Counts tallies violations per rule.
@@ -85,7 +90,7 @@ func (s *Summary) ExitCode(failOn result.Severity) int {
 // step.
 func NewSummary(t *trace.Trace, cfg *Config) *Summary {
 	return &Summary{File: t.File, Name: t.Name, Format: t.Format, Source: cfg.Source.Marshal(),
-		StatusSubresource: cfg.StatusSubresource, Mode: cfg.mode(), Policies: cfg.Policies, Counts: map[string]int{}, Violations: []Violation{}}
+		StatusSubresource: cfg.StatusSubresource, Mode: cfg.mode(), ReadsOC: cfg.ReadsOC(), Bridge: cfg.Bridge, Policies: cfg.Policies, Counts: map[string]int{}, Violations: []Violation{}}
 }
 
 // Replay runs a trace through the core. emit, when set, is called after
@@ -152,7 +157,7 @@ func sortByStep(vs []Violation) {
 // (isOperatorUpgradeable reads no other).
 func RowOf(cfg *Config, s State, st Step, out Outcome) Row {
 	r := Row{Step: st, Outcome: out, Exists: s.CR.Exists, Generation: s.CR.Generation, Token: s.Token}
-	if cfg.mode() == v1alpha1.HandshakeOperatorCondition {
+	if cfg.ReadsOC() {
 		if !s.OC.Exists {
 			r.Condition = "(no OC)"
 			return r
@@ -194,7 +199,7 @@ func ContextConfig(c *source.Context, policies []contract.Policy, primary contra
 // then the trace's own, then what the trace's object shows, with the
 // status subresource assumed on (and said so).
 func NewConfig(c *source.Context, t *trace.Trace, policies []contract.Policy, primary contract.Policy) (*Config, []string, error) {
-	cfg := &Config{Policies: policies, Primary: primary, Continuous: t.Recorded}
+	cfg := &Config{Policies: policies, Primary: primary, Continuous: t.Recorded, Bridge: t.Bridge}
 	notes := append([]string(nil), t.Notes...)
 	if c != nil && c.Source != nil {
 		if err := contradicts(t, c); err != nil {

@@ -67,6 +67,9 @@ type Trace struct {
 	// Recorded is set for snapshots and audit logs: OLM's steps are not in
 	// them, so the gate is evaluated after every change.
 	Recorded bool
+	// Bridge is a native trace's StatusTrace.Bridge: OLM reads the
+	// OperatorCondition the bridge writes.
+	Bridge bool
 	// Source is the status source the trace is read with: the command
 	// line's when it named one (OpenOptions.Source), else the trace's own
 	// (Declared).
@@ -694,6 +697,7 @@ func applyHeader(t *Trace, doc *manifest.Document) error {
 	// Recorded from a cluster (statuscheck record): judged as recorded
 	// input is, the gate evaluated after every observed change.
 	t.Recorded = h.Recorded
+	t.Bridge = h.Bridge
 	t.StatusSubresource = h.StatusSubresource
 	if t.Initial != nil && !t.given {
 		t.Identity = identityOf(t.Initial)

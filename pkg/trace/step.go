@@ -108,11 +108,11 @@ func FromWire(w v1alpha1.Step, present []v1alpha1.Verb, file string, line int) (
 		st.Observed = true // a change of the CR the recording saw
 	}
 	switch w.Actor {
-	case v1alpha1.ActorUser, v1alpha1.ActorOperator, v1alpha1.ActorOLM, v1alpha1.ActorAdmin:
+	case v1alpha1.ActorUser, v1alpha1.ActorOperator, v1alpha1.ActorOLM, v1alpha1.ActorAdmin, v1alpha1.ActorBridge:
 	case "":
 		return fail("a step needs an actor")
 	default:
-		return fail("unknown actor %q (want user, operator, olm or admin)", w.Actor)
+		return fail("unknown actor %q (want user, operator, olm, admin or bridge)", w.Actor)
 	}
 	switch w.Target {
 	case v1alpha1.TargetOperatorCondition:

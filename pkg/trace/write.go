@@ -27,6 +27,8 @@ type Header struct {
 	StatusSubresource bool
 	// Recorded marks a trace recorded from a cluster (statuscheck record).
 	Recorded bool
+	// Bridge marks a trace of the bridge's protocol (StatusTrace.Bridge).
+	Bridge bool
 	// Initial is the CR at the start (nil: not created yet);
 	// OperatorCondition the one the gate reads, if given.
 	Initial, OperatorCondition map[string]interface{}
@@ -36,7 +38,7 @@ type Header struct {
 func (h Header) Wire() v1alpha1.StatusTrace {
 	sub := h.StatusSubresource
 	t := v1alpha1.StatusTrace{APIVersion: v1alpha1.GroupVersion, Kind: v1alpha1.TraceKind,
-		Metadata: v1alpha1.TraceMeta{Name: h.Name}, StatusSubresource: &sub, Recorded: h.Recorded,
+		Metadata: v1alpha1.TraceMeta{Name: h.Name}, StatusSubresource: &sub, Recorded: h.Recorded, Bridge: h.Bridge,
 		Initial: h.Initial, OperatorCondition: h.OperatorCondition}
 	if h.Source != nil {
 		t.StatusSource = json.RawMessage(h.Source.Marshal())
