@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
@@ -100,11 +102,17 @@ func (a *app) runBridge(f bridgeFlags) error {
 	}
 	name := firstOf(f.conditionName, os.Getenv(bridge.EnvOperatorConditionName))
 	opts := bridge.Options{Namespace: ns, ConditionName: name, Resync: f.resync, Log: log.WithName("bridge")}
-	if err := bridgeSource(cfg, f, &opts); err != nil {
-		if name != "" {
-			return err
-		}
-		// No OLM: no running CSV to read the source from either.
+	sctx, err := f.resolve()
+	if err != nil {
+		return err
+	}
+	fromCSV := sctx == nil && name != ""
+	switch {
+	case sctx != nil:
+		opts.Source, opts.Tokens, opts.Namespaced, opts.Resource = sctx.Source, sctx.Tokens, sctx.Namespaced, sctx.GVR()
+	case name == "":
+		// No OLM: no running CSV to read the source from either; the
+		// runner says so and idles.
 		opts.Source = &v1alpha1.StatusSource{}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -115,7 +123,20 @@ func (a *app) runBridge(f bridgeFlags) error {
 	if err != nil {
 		return fmt.Errorf("bridge: starting the manager: %w", err)
 	}
-	r, err := bridge.SetupWithManager(mgr, opts)
+	var runner atomic.Pointer[bridge.Runner]
+	if fromCSV {
+		// The status source is the running CSV's annotation, read once the
+		// cluster lets it be read: a sidecar never crash-loops over RBAC
+		// not granted yet, an annotation or a CRD not there yet.
+		err = mgr.Add(manager.RunnableFunc(func(ctx gocontext.Context) error {
+			return runFromCSV(ctx, cfg, opts, &runner)
+		}))
+	} else {
+		var r *bridge.Runner
+		if r, err = bridge.SetupWithManager(mgr, opts); err == nil {
+			runner.Store(r)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -123,7 +144,7 @@ func (a *app) runBridge(f bridgeFlags) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("bridge", func(*http.Request) error {
-		if !r.Ready() {
+		if r := runner.Load(); r == nil || !r.Ready() {
 			return fmt.Errorf("the OperatorCondition's Upgradeable entry is not written yet")
 		}
 		return nil
@@ -133,22 +154,36 @@ func (a *app) runBridge(f bridgeFlags) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// bridgeSource resolves the status source: --bundle, --crd with
-// --source, else the running CSV's annotation with the kind's resource
-// from discovery (the token types are then strings: the CRD is not read).
-func bridgeSource(cfg *rest.Config, f bridgeFlags, opts *bridge.Options) error {
-	sctx, err := f.resolve()
-	switch {
-	case err != nil:
-		return err
-	case sctx == nil:
-		return runningCSVSource(cfg, opts)
+// runFromCSV reads the status source from the running CSV (retrying with
+// a backoff from 1 s to 30 s, logging why, until ctx is done), then runs
+// the bridge on it.
+func runFromCSV(ctx gocontext.Context, cfg *rest.Config, opts bridge.Options, runner *atomic.Pointer[bridge.Runner]) error {
+	wait := time.Second
+	for {
+		err := runningCSVSource(ctx, cfg, &opts)
+		if err == nil {
+			break
+		}
+		opts.Log.Error(err, "cannot read the status source yet; retrying", "in", wait.String())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
 	}
-	opts.Source, opts.Tokens, opts.Namespaced, opts.Resource = sctx.Source, sctx.Tokens, sctx.Namespaced, sctx.GVR()
-	return nil
+	r, err := bridge.New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	runner.Store(r)
+	return r.Start(ctx)
 }
 
-func runningCSVSource(cfg *rest.Config, opts *bridge.Options) error {
+// runningCSVSource reads the status source from the running CSV's
+// annotation, with the kind's resource from discovery (the token types are
+// then strings: the CRD is not read).
+func runningCSVSource(ctx gocontext.Context, cfg *rest.Config, opts *bridge.Options) error {
 	if opts.ConditionName == "" {
 		return fmt.Errorf("no status source: give --bundle or --crd with --source, or run where OLM sets %s", bridge.EnvOperatorConditionName)
 	}
@@ -156,7 +191,7 @@ func runningCSVSource(cfg *rest.Config, opts *bridge.Options) error {
 	if err != nil {
 		return err
 	}
-	csv, err := dyn.Resource(bridge.CSVs).Namespace(opts.Namespace).Get(gocontext.Background(), opts.ConditionName, metav1.GetOptions{})
+	csv, err := dyn.Resource(bridge.CSVs).Namespace(opts.Namespace).Get(ctx, opts.ConditionName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the running CSV %s/%s for its status-source annotation: %w", opts.Namespace, opts.ConditionName, err)
 	}

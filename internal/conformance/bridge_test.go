@@ -285,8 +285,8 @@ func TestBridgeSurvivesACutApiserver(t *testing.T) {
 	cool := installCool(t)
 	c := setUp(t, cool)
 	host := strings.TrimPrefix(kubetest.Get(t).Config.Host, "https://")
-	px := newProxy(t, host)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigVia(t, px.ln.Addr().String()))
+	px := testutil.NewProxy(t, host)
+	cfg, err := clientcmd.BuildConfigFromFlags("", testutil.KubeconfigVia(t, kubetest.Get(t).Kubeconfig, px.Addr()))
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	r, err := bridge.New(cfg, bridge.Options{Source: coolSource(c), Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
@@ -298,11 +298,11 @@ func TestBridgeSurvivesACutApiserver(t *testing.T) {
 	defer func() { cancel(); assert.NoError(t, <-done) }()
 
 	c.ocEntry("True", bridge.ReasonUpgradeable)
-	px.cut()
+	px.Cut()
 	c.userSetsStorage("MariaDB")
 	c.operatorReports("False", "MigrationInProgress", 2)
 	time.Sleep(1500 * time.Millisecond)
 	c.ocEntry("True", bridge.ReasonUpgradeable) // nothing written while cut off
-	px.restore()
+	px.Restore()
 	c.ocEntry("False", "MigrationInProgress")
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
@@ -353,79 +350,6 @@ func TestRecordEndToEnd(t *testing.T) {
 	assert.Len(t, snap.verdictsAt(), 3, "the snapshot stream holds the three CR writes")
 }
 
-// proxy stands between the recorder and the server; cut closes every
-// connection and refuses new ones until restore.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	down   bool
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			down := p.down
-			p.mu.Unlock()
-			if down {
-				in.Close()
-				continue
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, in, out)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(out, in); out.Close() }()
-			go func() { _, _ = io.Copy(in, out); in.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *proxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
-}
-
-// kubeconfigVia writes a kubeconfig for the server that goes through addr.
-func kubeconfigVia(t *testing.T, addr string) string {
-	t.Helper()
-	kc, err := clientcmd.LoadFromFile(kubetest.Get(t).Kubeconfig)
-	require.NoError(t, err)
-	for _, cl := range kc.Clusters {
-		cl.Server = "https://" + addr
-	}
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, p))
-	return p
-}
-
 // TestRecordSurvivesACutWatch cuts every connection of the recorder in
 // the middle of the scenario and keeps the server out of its reach while
 // three writes happen; the watches resume from the last version they
@@ -436,15 +360,15 @@ func TestRecordSurvivesACutWatch(t *testing.T) {
 	cool := installCool(t)
 	c := setUp(t, cool)
 	host := strings.TrimPrefix(kubetest.Get(t).Config.Host, "https://")
-	px := newProxy(t, host)
-	rec := startRecorder(t, kubeconfigVia(t, px.ln.Addr().String()), c)
+	px := testutil.NewProxy(t, host)
+	rec := startRecorder(t, testutil.KubeconfigVia(t, kubetest.Get(t).Kubeconfig, px.Addr()), c)
 	stepRVs, _ := c.scenario(func(i int) {
 		switch i {
 		case 3: // after the outdated True: cut
 			rec.WaitSteps(2)
-			px.cut()
+			px.Cut()
 		case 7: // the False, the new CSV and its Pending syncs happened unseen
-			px.restore()
+			px.Restore()
 		}
 	})
 	rec.WaitSteps(len(stepRVs))

@@ -52,10 +52,16 @@ type world struct {
 // newWorld sets up a scenario for a bundle under testdata/bundles/handshake.
 func newWorld(t *testing.T, handshake string) *world {
 	t.Helper()
+	return newWorldAt(t, filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "handshake", handshake))
+}
+
+// newWorldAt is newWorld with the bundle at a path of its own (a copy
+// generate edited); its CRD is the handshake bundles' CoolOperator.
+func newWorldAt(t *testing.T, bundle string) *world {
+	t.Helper()
 	c := get(t)
-	bundle := filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "handshake", handshake)
 	crdOnce.Do(func() {
-		crd := testutil.ReadCRD(t, filepath.Join("testdata", "bundles", "handshake", handshake, "manifests", "cool.operators.corp_cooloperators.yaml"))
+		crd := testutil.ReadCRD(t, filepath.Join("testdata", "bundles", "handshake", "none", "manifests", "cool.operators.corp_cooloperators.yaml"))
 		if err := c.installCRD(crd); err != nil {
 			t.Fatal(err)
 		}
