@@ -59,6 +59,7 @@ type Resource struct {
 	Schema *apiextv1.JSONSchemaProps
 
 	structural *structuralschema.Structural
+	shifts     bool // ShiftsGenerations
 	main       mainStrategy
 	status     rest.RESTUpdateStrategy
 }
@@ -144,6 +145,7 @@ func NewResource(crd *apiextv1.CustomResourceDefinition, version string) (*Resou
 		validator, statusValidator, r.structural, statusSpec, scaleSpec, v.SelectableFields)
 	r.main = strategy
 	r.status = customresource.NewStatusStrategy(strategy)
+	r.shifts = shiftInvariant(r.Schema)
 	return r, nil
 }
 

@@ -2,12 +2,16 @@ package apiserver
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 )
@@ -240,4 +244,39 @@ func TestValidateCRD(t *testing.T) {
 	require.NotNil(t, rf)
 	t.Log(rf.Error())
 	require.NotEmpty(t, rf.Fields)
+}
+
+// TestShiftsGenerations: an answer is reused across generations only
+// where nothing in the schema can tell the generations apart.
+func TestShiftsGenerations(t *testing.T) {
+	const og = "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n"
+	tests := []struct {
+		name     string
+		old, new string
+		want     bool
+	}{
+		{name: "the good CRD: minimum 0", want: true},
+		{name: "minimum 1", old: og, new: strings.Replace(og, "minimum: 0", "minimum: 1", 1), want: true},
+		{name: "minimum 2 tells 1 from 2", old: og, new: strings.Replace(og, "minimum: 0", "minimum: 2", 1), want: false},
+		{name: "a maximum", old: og, new: og + "                      maximum: 100\n", want: false},
+		{name: "an enum", old: og, new: og + "                      enum: [1, 2]\n", want: false},
+		{name: "a CEL rule on the conditions", old: "                x-kubernetes-list-type: map\n",
+			new: "                x-kubernetes-list-type: map\n                x-kubernetes-validations:\n                - rule: self.all(c, c.status in ['True', 'False', 'Unknown'])\n", want: false},
+	}
+	base, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml"))
+	require.NoError(t, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := string(base)
+			if tt.old != "" {
+				require.Contains(t, text, tt.old)
+				text = strings.Replace(text, tt.old, tt.new, 1)
+			}
+			crd := &apiextv1.CustomResourceDefinition{}
+			require.NoError(t, yaml.UnmarshalStrict([]byte(text), crd))
+			r, err := NewResource(crd, "v1beta1")
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, r.ShiftsGenerations())
+		})
+	}
 }

@@ -64,6 +64,9 @@ type Options struct {
 	// initialization resource or alm-examples entry for the kind), the
 	// starting point of every trace; nil means an empty spec.
 	Example map[string]interface{}
+	// NoMemo decides every write afresh instead of remembering the
+	// apiserver model's answers (simulate.Memo): slower, the same result.
+	NoMemo bool
 }
 
 // DefaultDepth finishes in well under a second for every handshake of the
@@ -242,7 +245,10 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	}
 	start := time.Now()
 	withMemo := *cfg
-	withMemo.Memo = simulate.NewMemo()
+	withMemo.Memo = nil
+	if !opts.NoMemo {
+		withMemo.Memo = simulate.NewMemo()
+	}
 	cfg = &withMemo
 	res := &Result{Policy: cfg.Policies[0]}
 	var err error

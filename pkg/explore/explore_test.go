@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -358,15 +359,49 @@ func TestTraceYAMLRoundTrip(t *testing.T) {
 
 // BenchmarkExplore reports states per second on the default model to
 // depth 20, and the depth a 10-second search reaches.
+// BenchmarkExplore reports states a second (the bundle's loading
+// included) and, for the search alone, the heap it grows by at its peak
+// per state (sampled every millisecond). The memo's anchor is the same
+// search deciding every write afresh (nomemo), in the same run.
 func BenchmarkExplore(b *testing.B) {
-	for _, name := range []string{"none", "request-spec", "operatorcondition"} {
+	for _, name := range []string{"none", "request-spec", "operatorcondition", "operatorcondition/nomemo"} {
 		b.Run(name+"/depth20", func(b *testing.B) {
+			bundle, noMemo := strings.CutSuffix(name, "/nomemo")
 			var states int
+			var perState float64
 			for b.Loop() {
-				_, res := exploreBundle(b, name, contract.PolicyOLM, 20)
+				ctx, err := source.FromBundle(handshakeBundle(bundle))
+				require.NoError(b, err)
+				cfg := simulate.ContextConfig(ctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
+				runtime.GC()
+				base := heapObjects()
+				done := make(chan struct{})
+				sampled := make(chan uint64)
+				go func() {
+					// runtime/metrics reads without stopping the world,
+					// as ReadMemStats would every millisecond.
+					tick := time.NewTicker(time.Millisecond)
+					defer tick.Stop()
+					p := base
+					for {
+						select {
+						case <-done:
+							sampled <- max(p, heapObjects())
+							return
+						case <-tick.C:
+							p = max(p, heapObjects())
+						}
+					}
+				}()
+				res, err := Run(context.Background(), cfg, Options{Depth: 20, NoMemo: noMemo})
+				close(done)
+				peak := <-sampled
+				require.NoError(b, err)
 				states += res.States
+				perState = float64(peak-base) / float64(res.States)
 			}
 			b.ReportMetric(float64(states)/b.Elapsed().Seconds(), "states/s")
+			b.ReportMetric(perState, "heap-B/state")
 		})
 	}
 	b.Run("request-spec/10s", func(b *testing.B) {
@@ -383,6 +418,13 @@ func BenchmarkExplore(b *testing.B) {
 			b.ReportMetric(float64(res.States), "states")
 		}
 	})
+}
+
+// heapObjects is the bytes of live and not yet swept heap objects.
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 func bytesReader(b []byte) io.Reader { return &sliceReader{b: b} }
@@ -460,5 +502,50 @@ spec:
 			}
 			assert.True(t, found, "the race is found with this field too")
 		})
+	}
+}
+
+// TestMemoChangesNothing is issue 20's check of the memo: remembering the
+// apiserver model's answers, and reusing them across generations where
+// the CRD cannot tell generations apart (apiserver.ShiftsGenerations),
+// finds exactly what deciding every write afresh finds: the same states,
+// the same counterexamples with the same steps, for every handshake, with
+// and without the bridge, and on a CRD with a CEL rule (no shifting).
+func TestMemoChangesNothing(t *testing.T) {
+	type run struct {
+		name   string
+		dir    string
+		bridge bool
+	}
+	var runs []run
+	for _, b := range []string{"none", "operatorcondition", "request-spec", "request-annotation", "request-annotation-ack"} {
+		runs = append(runs, run{name: b, dir: handshakeBundle(b)})
+		if b != "operatorcondition" {
+			runs = append(runs, run{name: b + "+bridge", dir: handshakeBundle(b), bridge: true})
+		}
+	}
+	runs = append(runs, run{name: "a CEL rule on the conditions", dir: filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "rules", "status-write-rejected", "pass")})
+	for _, r := range runs {
+		for _, p := range contract.Policies() {
+			t.Run(r.name+"/"+string(p), func(t *testing.T) {
+				ctx, err := source.FromBundle(r.dir)
+				require.NoError(t, err)
+				results := make([]*Result, 2)
+				for i, noMemo := range []bool{false, true} {
+					cfg := simulate.ContextConfig(ctx, []contract.Policy{p}, p)
+					cfg.Bridge = r.bridge
+					results[i], err = Run(context.Background(), cfg, Options{Depth: 12, NoMemo: noMemo})
+					require.NoError(t, err)
+				}
+				with, without := results[0], results[1]
+				assert.Equal(t, without.States, with.States)
+				assert.Equal(t, without.Depth, with.Depth)
+				require.Equal(t, len(without.Counterexamples), len(with.Counterexamples))
+				for i := range without.Counterexamples {
+					assert.Equal(t, without.Counterexamples[i].Violation, with.Counterexamples[i].Violation)
+					assert.Equal(t, without.Counterexamples[i].Steps, with.Counterexamples[i].Steps)
+				}
+			})
+		}
 	}
 }

@@ -63,7 +63,7 @@ type Config struct {
 	// Memo, when set, remembers the apiserver model's answers: the same
 	// write to the same object is decided once (explore asks it again in
 	// many interleavings).
-	Memo Memo
+	Memo *Memo
 }
 
 func (c *Config) mode() v1alpha1.HandshakeMode { return c.Source.Mode() }

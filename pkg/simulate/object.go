@@ -76,23 +76,3 @@ func (o Object) Overrides() []contract.Condition {
 	conds, _ := contract.ReadConditions(list)
 	return conds
 }
-
-// Full is the object as the apiserver would return it (a shallow
-// assembly: its maps are the object's own, not to be written to), for
-// code that reads whole objects, like the bridge's decision.
-func (o Object) Full(apiVersion, kind string) map[string]interface{} {
-	md := make(map[string]interface{}, len(o.Meta)+1)
-	for k, v := range o.Meta {
-		md[k] = v
-	}
-	md["generation"] = o.Generation
-	obj := make(map[string]interface{}, len(o.Body)+4)
-	for k, v := range o.Body {
-		obj[k] = v
-	}
-	obj["apiVersion"], obj["kind"], obj["metadata"] = apiVersion, kind, md
-	if o.Status != nil {
-		obj["status"] = o.Status
-	}
-	return obj
-}

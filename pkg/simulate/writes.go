@@ -1,11 +1,16 @@
 package simulate
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
+	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	olmcrds "github.com/operator-framework/api/crds"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
@@ -103,43 +108,320 @@ func Schemaless(gvk schema.GroupVersionKind, statusSubresource bool) (*apiserver
 
 // Memo remembers the apiserver model's answers during one run, where the
 // same write to the same object recurs (in many interleavings of an
-// exploration). Keys are the operation and the JSON of its inputs, so an
-// answer is only reused for exactly the same question. A Memo is not safe
-// for concurrent use.
-type Memo map[string]memoEntry
+// exploration). An answer is reused only for exactly the same question:
+// the operation, the object's content and the write's JSON. An object's
+// content is encoded once: objects are immutable values (a write makes a
+// new one, and a remembered answer hands out the Object it made, so its
+// encoding is shared too), so the encoding is keyed by the identity of its
+// maps. A Memo is not safe for concurrent use.
+type Memo struct {
+	answers map[digest]memoEntry
+	keys    map[objectID]digest
+	syncs   map[digest]syncEntry
+	// shifted are answers with their generations moved to the old
+	// object's (apiserver.Resource.ShiftsGenerations), under keys with
+	// the same shift; shiftedKeys are objects' encodings so shifted.
+	shifted     map[digest]memoEntry
+	shiftedKeys map[objectID]shiftedDigest
+	// defaultOC is the empty OperatorCondition OLM's generator creates.
+	defaultOC *Object
+}
 
 // NewMemo returns an empty Memo.
-func NewMemo() Memo { return Memo{} }
+func NewMemo() *Memo {
+	return &Memo{answers: map[digest]memoEntry{}, keys: map[objectID]digest{}, syncs: map[digest]syncEntry{},
+		shifted: map[digest]memoEntry{}, shiftedKeys: map[objectID]shiftedDigest{}}
+}
 
 // maxMemo bounds the answers remembered (a few hundred bytes each).
 const maxMemo = 200_000
 
 type memoEntry struct {
-	out     map[string]interface{}
+	obj     Object
 	deleted bool
 	rf      *apiserver.Refusal
+	// full is a shifted answer's object, to be moved back.
+	full map[string]interface{}
 }
 
-// ask runs f, or returns its remembered answer.
-func (c *Config) ask(op string, old, arg map[string]interface{}, f func() (map[string]interface{}, bool, *apiserver.Refusal)) (map[string]interface{}, bool, *apiserver.Refusal) {
+// digest is a fixed-size key: the SHA-256 of a question's encoding (the
+// operation, the object's JSON, the write's JSON), so that what the memo
+// keeps per answer does not grow with the object.
+type digest [sha256.Size]byte
+
+func digestOf(parts ...[]byte) digest {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write(p)
+	}
+	var d digest
+	h.Sum(d[:0])
+	return d
+}
+
+type shiftedDigest struct {
+	d  digest
+	ok bool
+}
+
+// objectID is an Object's identity: its maps (never written to once in an
+// Object) and its generation.
+type objectID struct {
+	meta, body, status unsafe.Pointer
+	gen                int64
+}
+
+func mapPointer(m map[string]interface{}) unsafe.Pointer {
+	if m == nil {
+		return nil
+	}
+	return reflect.ValueOf(m).UnsafePointer()
+}
+
+// key is the digest of o's content, computed once per object.
+func (m *Memo) key(o *Object) (digest, bool) {
+	if o == nil || !o.Exists {
+		return digest{}, true
+	}
+	id := objectID{mapPointer(o.Meta), mapPointer(o.Body), mapPointer(o.Status), o.Generation}
+	if k, ok := m.keys[id]; ok {
+		return k, true
+	}
+	meta, err1 := json.Marshal(o.Meta)
+	body, err2 := json.Marshal(o.Body)
+	status, err3 := json.Marshal(o.Status)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return digest{}, false
+	}
+	k := digestOf([]byte(strconv.FormatInt(o.Generation, 10)), meta, body, status)
+	m.keys[id] = k
+	return k, true
+}
+
+// shiftedKey is the encoding of o with its generations moved by -base
+// (o's own generation becomes 0), or false where a value is not an
+// integer between 1 and 2^62.
+func (m *Memo) shiftedKey(o *Object) (digest, bool) {
+	id := objectID{mapPointer(o.Meta), mapPointer(o.Body), mapPointer(o.Status), o.Generation}
+	if k, ok := m.shiftedKeys[id]; ok {
+		return k.d, k.ok
+	}
+	var k shiftedDigest
+	if st, ok := shiftGenerations(o.Status, -o.Generation); ok && inShiftRange(o.Generation) {
+		meta, err1 := json.Marshal(o.Meta)
+		body, err2 := json.Marshal(o.Body)
+		status, err3 := json.Marshal(st)
+		if err1 == nil && err2 == nil && err3 == nil {
+			k = shiftedDigest{digestOf(meta, body, status), true}
+		}
+	}
+	m.shiftedKeys[id] = k
+	return k.d, k.ok
+}
+
+// maxShifted bounds the generations a shift may move: far from int64's
+// end, where ObjectMeta validation and the int64 format tell values apart.
+const maxShifted = 1 << 62
+
+func inShiftRange(g int64) bool { return g >= 1 && g < maxShifted }
+
+// shiftGenerations moves status.observedGeneration and every
+// status.conditions[].observedGeneration by delta, in a copy of what it
+// changes. Moving back (delta > 0) takes any value; moving an original
+// (delta <= 0) needs each between 1 and 2^62, else false.
+func shiftGenerations(status map[string]interface{}, delta int64) (map[string]interface{}, bool) {
+	if status == nil {
+		return nil, true
+	}
+	move := func(v interface{}) (interface{}, bool) {
+		g, ok := jsonobj.Int(v)
+		if !ok || (delta <= 0 && !inShiftRange(g)) {
+			return nil, false
+		}
+		return g + delta, true
+	}
+	out := make(map[string]interface{}, len(status))
+	for k, v := range status {
+		out[k] = v
+	}
+	if v, ok := status["observedGeneration"]; ok {
+		g, ok := move(v)
+		if !ok {
+			return nil, false
+		}
+		out["observedGeneration"] = g
+	}
+	if list, ok := status["conditions"].([]interface{}); ok {
+		conds := make([]interface{}, len(list))
+		for i, c := range list {
+			m, ok := c.(map[string]interface{})
+			if !ok {
+				return nil, false
+			}
+			if v, has := m["observedGeneration"]; has {
+				g, ok := move(v)
+				if !ok {
+					return nil, false
+				}
+				cp := make(map[string]interface{}, len(m))
+				for k, v := range m {
+					cp[k] = v
+				}
+				cp["observedGeneration"] = g
+				m = cp
+			}
+			conds[i] = m
+		}
+		out["conditions"] = conds
+	} else if _, has := status["conditions"]; has {
+		return nil, false
+	}
+	return out, true
+}
+
+// shiftObject moves a whole object's generations (metadata.generation
+// too) by delta.
+func shiftObject(full map[string]interface{}, delta int64) (map[string]interface{}, bool) {
+	out := make(map[string]interface{}, len(full))
+	for k, v := range full {
+		out[k] = v
+	}
+	md, _ := full["metadata"].(map[string]interface{})
+	g, ok := jsonobj.Int(md["generation"])
+	if !ok || (delta <= 0 && !inShiftRange(g)) {
+		return nil, false
+	}
+	m := make(map[string]interface{}, len(md))
+	for k, v := range md {
+		m[k] = v
+	}
+	m["generation"] = g + delta
+	out["metadata"] = m
+	if st, ok := full["status"].(map[string]interface{}); ok {
+		if out["status"], ok = shiftGenerations(st, delta); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// ask runs f on the object old (nil: none) and the write arg, or returns
+// its remembered answer, as the Object the answer is. With shifts (the
+// resource's ShiftsGenerations) an answer is also remembered with its
+// generations moved to the old object's and reused for the same write at
+// other generations (explore meets one write at many); a refusal, whose
+// message may name a value, is remembered only for its own question.
+func (c *Config) ask(op string, old *Object, arg map[string]interface{}, shifts bool, f func() (map[string]interface{}, bool, *apiserver.Refusal)) (Object, bool, *apiserver.Refusal) {
+	answer := func() (Object, bool, *apiserver.Refusal) {
+		out, deleted, rf := f()
+		if out == nil || deleted || rf != nil {
+			return Object{}, deleted, rf
+		}
+		return NewObject(out), false, nil
+	}
 	if c.Memo == nil {
-		return f()
+		return answer()
 	}
-	a, errA := json.Marshal(old)
-	b, errB := json.Marshal(arg)
-	if errA != nil || errB != nil {
-		return f()
+	ok, good := c.Memo.key(old)
+	b, errArg := json.Marshal(arg)
+	if !good || errArg != nil {
+		return answer()
 	}
-	key := op + "\x00" + string(a) + "\x00" + string(b)
-	if e, ok := c.Memo[key]; ok {
-		return e.out, e.deleted, e.rf
+	key := digestOf([]byte(op), ok[:], b)
+	if e, hit := c.Memo.answers[key]; hit {
+		return e.obj, e.deleted, e.rf
+	}
+	if len(c.Memo.answers) >= maxMemo || len(c.Memo.shifted) >= maxMemo {
+		// A very deep search: start over rather than grow without end.
+		clear(c.Memo.answers)
+		clear(c.Memo.keys)
+		clear(c.Memo.syncs)
+		clear(c.Memo.shifted)
+		clear(c.Memo.shiftedKeys)
+	}
+	var skey digest
+	shifted := false
+	if shifts && old != nil && old.Exists && !touchesMetadata(arg) {
+		if sk, good := c.Memo.shiftedKey(old); good {
+			if sa, good := shiftArg(op, arg, -old.Generation); good {
+				if sb, err := json.Marshal(sa); err == nil {
+					skey, shifted = digestOf([]byte("shifted "+op), sk[:], sb), true
+				}
+			}
+		}
+	}
+	if shifted {
+		if e, hit := c.Memo.shifted[skey]; hit {
+			obj := Object{}
+			if !e.deleted {
+				back, _ := shiftObject(e.full, old.Generation)
+				obj = NewObject(back)
+			}
+			c.Memo.answers[key] = memoEntry{obj: obj, deleted: e.deleted}
+			return obj, e.deleted, nil
+		}
 	}
 	out, deleted, rf := f()
-	if len(c.Memo) >= maxMemo {
-		clear(c.Memo) // a very deep search: start over rather than grow without end
+	obj := Object{}
+	if out != nil && !deleted && rf == nil {
+		obj = NewObject(out)
 	}
-	c.Memo[key] = memoEntry{out, deleted, rf}
-	return out, deleted, rf
+	c.Memo.answers[key] = memoEntry{obj: obj, deleted: deleted, rf: rf}
+	if shifted && rf == nil {
+		e := memoEntry{deleted: deleted}
+		if !deleted {
+			if e.full, shifted = shiftObject(out, -old.Generation); !shifted {
+				return obj, deleted, rf
+			}
+		}
+		c.Memo.shifted[skey] = e
+	}
+	return obj, deleted, rf
+}
+
+// shiftArg moves the generations a write carries: a status write's
+// observedGenerations; a patch of spec carries none.
+func shiftArg(op string, arg map[string]interface{}, delta int64) (map[string]interface{}, bool) {
+	switch op {
+	case "status", "oc-status":
+		return shiftGenerations(arg, delta)
+	case "update", "oc-update":
+		if _, has := arg["status"]; has {
+			return nil, false
+		}
+		return arg, true
+	}
+	return nil, false
+}
+
+// syncStatus is OLM's status copy of an OperatorCondition
+// (SyncOperatorConditionStatus), remembered like the apiserver's answers.
+func (c *Config) syncStatus(oc *Object, full map[string]interface{}) (map[string]interface{}, bool, error) {
+	now := c.now()
+	if c.Memo == nil {
+		return SyncOperatorConditionStatus(full, now)
+	}
+	k, ok := c.Memo.key(oc)
+	if !ok {
+		return SyncOperatorConditionStatus(full, now)
+	}
+	sk := digestOf([]byte("oc-sync"), []byte(now.Format(time.RFC3339Nano)), k[:])
+	if e, hit := c.Memo.syncs[sk]; hit {
+		return e.status, e.changed, nil
+	}
+	status, changed, err := SyncOperatorConditionStatus(full, now)
+	if err == nil {
+		c.Memo.syncs[sk] = syncEntry{status, changed}
+	}
+	return status, changed, err
+}
+
+type syncEntry struct {
+	status  map[string]interface{}
+	changed bool
 }
 
 // crResource is the apiserver model of the status source.
@@ -158,8 +440,10 @@ func (c *Config) ocResource() (*apiserver.Resource, error) {
 	return OperatorConditionResource()
 }
 
-// full is the object as the apiserver holds it.
-func (o Object) full(apiVersion, kind string) map[string]interface{} {
+// Full is the object as the apiserver returns it (a shallow assembly: its
+// maps are the object's own, not to be written to), for code that reads
+// whole objects: the apiserver model's writes, the bridge's decision.
+func (o Object) Full(apiVersion, kind string) map[string]interface{} {
 	m := make(map[string]interface{}, len(o.Body)+4)
 	for k, v := range o.Body {
 		m[k] = v
@@ -177,7 +461,7 @@ func (o Object) full(apiVersion, kind string) map[string]interface{} {
 }
 
 func (c *Config) crFull(o Object) map[string]interface{} {
-	return o.full(c.Source.APIVersion, c.Source.Kind)
+	return o.Full(c.Source.APIVersion, c.Source.Kind)
 }
 
 // touchesMetadata: the write changes more than spec and status, so it
@@ -209,14 +493,13 @@ func createCR(cfg *Config, value map[string]interface{}) (writeResult, error) {
 	for k, v := range value {
 		obj[k] = v
 	}
-	out, _, rf := cfg.ask("create", nil, obj, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+	n, _, rf := cfg.ask("create", nil, obj, false, func() (map[string]interface{}, bool, *apiserver.Refusal) {
 		out, rf := res.Create(obj, cfg.now)
 		return out, false, rf
 	})
 	if rf != nil {
 		return writeResult{refused: rf}, nil
 	}
-	n := NewObject(out)
 	return writeResult{obj: n, changed: n.Status != nil}, nil
 }
 
@@ -234,7 +517,7 @@ func updateCR(cfg *Config, o Object, patch map[string]interface{}) (writeResult,
 		return writeResult{}, err
 	}
 	full := cfg.crFull(o)
-	out, deleted, rf := cfg.ask("update", full, patch, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+	n, deleted, rf := cfg.ask("update", &o, patch, res.ShiftsGenerations(), func() (map[string]interface{}, bool, *apiserver.Refusal) {
 		return res.Update(full, jsonobj.MergePatch(full, patch))
 	})
 	switch {
@@ -243,7 +526,6 @@ func updateCR(cfg *Config, o Object, patch map[string]interface{}) (writeResult,
 	case deleted:
 		return writeResult{obj: Object{}}, nil
 	}
-	n := NewObject(out)
 	return writeResult{obj: n, changed: !jsonobj.Equal(n.Status, o.Status)}, nil
 }
 
@@ -257,14 +539,14 @@ func statusCR(cfg *Config, o Object, status map[string]interface{}) (writeResult
 		return writeResult{}, err
 	}
 	full := cfg.crFull(o)
-	out, _, rf := cfg.ask("status", full, status, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+	n, _, rf := cfg.ask("status", &o, status, res.ShiftsGenerations(), func() (map[string]interface{}, bool, *apiserver.Refusal) {
 		out, rf := res.UpdateStatus(full, status)
 		return out, false, rf
 	})
 	if rf != nil {
 		return writeResult{refused: rf}, nil
 	}
-	return writeResult{obj: NewObject(out), changed: true}, nil
+	return writeResult{obj: n, changed: true}, nil
 }
 
 // deleteOptions reads a delete step's options.
@@ -311,20 +593,23 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 	if st.Verb != v1alpha1.VerbCreate && !oc.Exists {
 		return writeResult{}, fmt.Sprintf("%s of the OperatorCondition, which does not exist", st.Verb), nil
 	}
-	full := oc.full(OperatorConditionAPIVersion, OperatorConditionKind)
+	full := oc.Full(OperatorConditionAPIVersion, OperatorConditionKind)
 	var out map[string]interface{}
 	var rf *apiserver.Refusal
 	deleted := false
+	var n Object
+	asked := false
 	switch st.Verb {
 	case v1alpha1.VerbUpdate:
-		out, deleted, rf = cfg.ask("oc-update", full, st.Value, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+		asked = true
+		n, deleted, rf = cfg.ask("oc-update", &oc, st.Value, res.ShiftsGenerations(), func() (map[string]interface{}, bool, *apiserver.Refusal) {
 			return res.Update(full, jsonobj.MergePatch(full, st.Value))
 		})
 	case v1alpha1.VerbUpdateStatus:
 		status := st.Value
 		if status == nil {
 			var changed bool
-			status, changed, err = SyncOperatorConditionStatus(full, cfg.now())
+			status, changed, err = cfg.syncStatus(&oc, full)
 			if err != nil {
 				return writeResult{}, "", err
 			}
@@ -332,7 +617,8 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 				return writeResult{obj: oc}, "", nil
 			}
 		}
-		out, _, rf = cfg.ask("oc-status", full, status, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+		asked = true
+		n, _, rf = cfg.ask("oc-status", &oc, status, res.ShiftsGenerations(), func() (map[string]interface{}, bool, *apiserver.Refusal) {
 			out, rf := res.UpdateStatus(full, status)
 			return out, false, rf
 		})
@@ -355,6 +641,8 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 		return writeResult{refused: rf}, "", nil
 	case deleted:
 		return writeResult{obj: Object{}}, "", nil
+	case asked:
+		return writeResult{obj: n}, "", nil
 	}
 	return writeResult{obj: NewObject(out)}, "", nil
 }
@@ -403,6 +691,9 @@ func SyncOperatorConditionStatus(full map[string]interface{}, now time.Time) (ma
 // defaultOperatorCondition is the OperatorCondition OLM creates when it
 // installs the CSV: empty, generation 1.
 func defaultOperatorCondition(cfg *Config) (Object, error) {
+	if cfg.Memo != nil && cfg.Memo.defaultOC != nil {
+		return *cfg.Memo.defaultOC, nil // the same create, the same clock
+	}
 	res, err := cfg.ocResource()
 	if err != nil {
 		return Object{}, err
@@ -412,7 +703,11 @@ func defaultOperatorCondition(cfg *Config) (Object, error) {
 	if rf != nil {
 		return Object{}, rf
 	}
-	return NewObject(out), nil
+	o := NewObject(out)
+	if cfg.Memo != nil && cfg.Now == nil { // Epoch: the answer does not change
+		cfg.Memo.defaultOC = &o
+	}
+	return o, nil
 }
 
 // Write runs one write of the status source (an update, updateStatus or
