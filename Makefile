@@ -61,7 +61,8 @@ demo:
 ## bench: statuscheck against operator-framework/api's loader and validators, same bundles, same run.
 bench:
 	$(GO) test ./pkg/validate -run '^$$' -bench . -benchtime 10x -cpu 1,2
-	$(GO) test ./pkg/simulate -run '^$$' -bench 'ReplayVsDecode|Explore' -benchtime 1x
+	$(GO) test ./pkg/simulate -run '^$$' -bench 'ReplayVsDecode|ReplayCRD1M' -benchtime 1x -cpu 1,2 -timeout 60m
+	$(GO) test ./pkg/explore -run '^$$' -bench 'Explore/' -benchtime 3x -cpu 1,2
 
 ## fuzz: run each fuzz target for FUZZTIME (seed corpora: pkg/*/testdata/fuzz); .ci/fuzz says why a run may end in Go's deadline race and still pass.
 fuzz:

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -123,12 +124,22 @@ type actors struct {
 	replacing     bool
 }
 
+// node is a state of the frontier: the core's state, what the actors
+// remember, the step that led to it and how many moves that took.
 type node struct {
-	state  State
-	act    actors
+	state State
+	act   actors
+	step  Step
+	idx   int32 // in the search's links
+	depth int16
+}
+
+// link is all the search keeps of a state once its level is done: its
+// parent and which of the parent's moves led to it (moves lists them in a
+// fixed order), from which a path is replayed when a trace is wanted.
+type link struct {
 	parent int32
-	step   Step
-	depth  int16
+	move   uint8
 }
 
 // exploreStart is where every explored trace starts: the example CR (or
@@ -259,44 +270,53 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("explore: %w", err)
 	}
-	root := node{state: init, act: actors{observed: 1, truthTrue: true}, parent: -1}
-	nodes := []node{root}
+	root := node{state: init, act: actors{observed: 1, truthTrue: true}}
+	s := search{cfg: cfg, opts: opts, change: res.Change, root: root, links: []link{{parent: -1}}}
 	visited := map[string]struct{}{encode(cfg, &root, res.Change): {}}
 	found := map[string]bool{}
 	live := liveness{best: -1}
-	frontier := []int32{0}
+	frontier := []node{root}
 	lastReport := time.Now()
 	for depth := 0; depth < opts.Depth && len(frontier) > 0; depth++ {
-		var next []int32
-		for _, idx := range frontier {
+		var next []node
+		for i := range frontier {
 			if ctx.Err() != nil {
 				res.Stopped = true
 				res.finish(len(visited), depth, start)
 				return res, nil
 			}
-			n := nodes[idx]
-			for _, st := range moves(cfg, &n, opts.MaxUserChanges, res.Change) {
-				child, out, err := apply(cfg, &n, st, opts)
+			n := &frontier[i]
+			ms := moves(cfg, n, opts.MaxUserChanges, res.Change)
+			if len(ms) > math.MaxUint8 {
+				return nil, fmt.Errorf("explore: %d moves from one state (a bug)", len(ms))
+			}
+			for m, st := range ms {
+				child, out, err := apply(cfg, n, st, opts)
 				if err != nil {
 					return nil, fmt.Errorf("explore: the model made an impossible step (a bug): %w", err)
 				}
-				child.parent, child.step, child.depth = idx, st, n.depth+1
+				child.step, child.depth = st, n.depth+1
 				for _, v := range out.Violations {
 					key := v.Rule + "/" + string(v.Policy)
 					if found[key] {
 						continue
 					}
 					found[key] = true
-					res.Counterexamples = append(res.Counterexamples, Counterexample{Violation: v, Steps: append(path(nodes, idx), st)})
+					steps, _, err := s.path(n.idx)
+					if err != nil {
+						return nil, err
+					}
+					res.Counterexamples = append(res.Counterexamples, Counterexample{Violation: v, Steps: append(steps, st)})
 				}
 				k := encode(cfg, &child, res.Change)
 				if _, seen := visited[k]; seen {
 					continue
 				}
 				visited[k] = struct{}{}
-				nodes = append(nodes, child)
-				next = append(next, int32(len(nodes)-1))
-				live.see(cfg, &child, out, int32(len(nodes)-1))
+				s.links = append(s.links, link{parent: n.idx, move: uint8(m)})
+				child.idx = int32(len(s.links) - 1)
+				next = append(next, child)
+				live.see(cfg, &child, out, child.idx)
 				if opts.MaxStates > 0 && len(visited) >= opts.MaxStates {
 					res.Stopped = true
 					res.finish(len(visited), depth, start)
@@ -308,16 +328,16 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 				opts.Progress(Progress{Depth: depth + 1, States: len(visited)})
 			}
 		}
-		// Earlier levels are no longer needed but for their parent links:
-		// drop their states to keep memory to the frontier.
-		for _, idx := range frontier {
-			nodes[idx].state = State{}
-		}
+		// A finished level keeps only its links: memory is the frontier's.
 		frontier = next
 		res.Depth = depth + 1
 	}
 	res.Exhausted = len(frontier) == 0
-	if c, ok := live.counterexample(cfg, nodes, res, len(visited)); ok {
+	c, ok, err := live.counterexample(cfg, &s, res, len(visited))
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		res.Counterexamples = append(res.Counterexamples, c)
 	}
 	res.finish(len(visited), res.Depth, start)
@@ -355,9 +375,9 @@ func (l *liveness) see(cfg *Config, n *node, out simulate.Outcome, idx int32) {
 	}
 }
 
-func (l *liveness) counterexample(cfg *Config, nodes []node, res *Result, states int) (Counterexample, bool) {
+func (l *liveness) counterexample(cfg *Config, s *search, res *Result, states int) (Counterexample, bool, error) {
 	if l.upgraded || res.Stopped {
-		return Counterexample{}, false
+		return Counterexample{}, false, nil
 	}
 	scope := fmt.Sprintf("in %d states, to depth %d", states, res.Depth)
 	if res.Exhausted {
@@ -365,15 +385,19 @@ func (l *liveness) counterexample(cfg *Config, nodes []node, res *Result, states
 	}
 	if l.best < 0 {
 		v := simulate.Unreachable(cfg.Policies[0], fmt.Sprintf("no upgrade gets through the %s gate %s, and no OLM check blocks a True report: the operator never reports Upgradeable=True where the gate reads it", cfg.Policies[0], scope))
-		return Counterexample{Violation: v}, true
+		return Counterexample{Violation: v}, true, nil
 	}
 	// The violation keeps simulate.Finish's step (the operator's last
 	// report), as a replay of the counterexample shows it.
+	steps, depth, err := s.path(l.best)
+	if err != nil {
+		return Counterexample{}, false, err
+	}
 	v := l.why
 	v.Kind = simulate.KindUnreachable
 	v.Message = fmt.Sprintf("no upgrade gets through the %s gate %s; at best, step %d, OLM's check blocks although the operator's last report is Upgradeable=True: %s",
-		cfg.Policies[0], scope, nodes[l.best].depth, l.reason)
-	return Counterexample{Violation: v, Steps: path(nodes, l.best)}, true
+		cfg.Policies[0], scope, depth, l.reason)
+	return Counterexample{Violation: v, Steps: steps}, true, nil
 }
 
 func (r *Result) finish(states, depth int, start time.Time) {
@@ -383,18 +407,41 @@ func (r *Result) finish(states, depth int, start time.Time) {
 	})
 }
 
-func path(nodes []node, idx int32) []Step {
-	var rev []Step
-	for i := idx; i > 0; i = nodes[i].parent {
-		if !internal(nodes[i].step) {
-			rev = append(rev, nodes[i].step)
+// search is what a path is replayed from: the root and the links.
+type search struct {
+	cfg    *Config
+	opts   Options
+	change SpecChange
+	root   node
+	links  []link
+}
+
+// path is the trace to the state links[idx]: its moves, found by walking
+// the links up to the root, replayed from the root (moves and apply are
+// deterministic, and the memo answers them at once), without the
+// explorer's own moves; depth counts every move.
+func (s *search) path(idx int32) (steps []Step, depth int, err error) {
+	var rev []uint8
+	for i := idx; i > 0; i = s.links[i].parent {
+		rev = append(rev, s.links[i].move)
+	}
+	n := s.root
+	for i := len(rev) - 1; i >= 0; i-- {
+		ms := moves(s.cfg, &n, s.opts.MaxUserChanges, s.change)
+		if int(rev[i]) >= len(ms) {
+			return nil, 0, fmt.Errorf("explore: replaying a path found no move %d (a bug)", rev[i])
 		}
+		st := ms[rev[i]]
+		child, _, err := apply(s.cfg, &n, st, s.opts)
+		if err != nil {
+			return nil, 0, fmt.Errorf("explore: replaying a path: %w", err)
+		}
+		if !internal(st) {
+			steps = append(steps, st)
+		}
+		n = child
 	}
-	out := make([]Step, len(rev))
-	for i := range rev {
-		out[i] = rev[len(rev)-1-i]
-	}
-	return out
+	return steps, len(rev), nil
 }
 
 // moves lists the steps the actors may take next.

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/source"
 	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
@@ -158,5 +160,46 @@ func BenchmarkReplayVsDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(rep)/float64(dec), "replay/decode")
 	b.ReportMetric(float64(benchSteps)*float64(b.N)/rep.Seconds(), "replay-steps/s")
+	b.ReportMetric(float64(maxHeap)/(1<<20), "max-heap-MiB")
+}
+
+// BenchmarkReplayCRD1M replays the generated million-step trace with the
+// good bundle's CRD (every write through the apiextensions-apiserver's
+// code) and without one (the schemaless fast path), side by side in one
+// iteration: the ratio is issue 20's replay figure, the largest heap seen
+// with the CRD says whether memory stays flat.
+func BenchmarkReplayCRD1M(b *testing.B) {
+	path := generated(b, benchSteps)
+	sctx, err := source.FromBundle(filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "good"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var with, without time.Duration
+	var maxHeap uint64
+	for b.Loop() {
+		start := time.Now()
+		replayAll(b, path, nil)
+		without += time.Since(start)
+		t, err := trace.Open(path, trace.OpenOptions{Limits: trace.DefaultLimits})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		var ms runtime.MemStats
+		sum, err := Replay(t, ContextConfig(sctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM), func(r Row) error {
+			if r.Outcome.Step%100_000 == 0 {
+				runtime.ReadMemStats(&ms)
+				maxHeap = max(maxHeap, ms.HeapInuse)
+			}
+			return nil
+		})
+		with += time.Since(start)
+		t.Close()
+		if err != nil || sum.Steps != benchSteps {
+			b.Fatalf("replayed %v steps: %v", sum, err)
+		}
+	}
+	b.ReportMetric(float64(with)/float64(without), "with-crd/without")
+	b.ReportMetric(float64(benchSteps)*float64(b.N)/with.Seconds(), "crd-steps/s")
 	b.ReportMetric(float64(maxHeap)/(1<<20), "max-heap-MiB")
 }
