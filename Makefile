@@ -74,6 +74,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/bridge/sidecar FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/trace FuzzReadTrace $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/bridge FuzzDecide $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./internal/jsonobj FuzzEqual $(FUZZTIME)
 
 clean:
 	rm -rf bin

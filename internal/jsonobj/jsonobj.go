@@ -66,10 +66,48 @@ func CreateMergePatch(a, b map[string]interface{}) map[string]interface{} {
 	return out
 }
 
-// Equal compares two decoded JSON values (nil equals nil).
+// Equal compares two decoded JSON values (nil equals nil) as
+// reflect.DeepEqual does (a nil map or slice is not an empty one; an
+// int64 is not a float64), by a type switch over the kinds a decoded
+// object holds, which the models call in hot loops; other types go to
+// reflect.DeepEqual.
 func Equal(a, b interface{}) bool {
 	if a == nil && b == nil {
 		return true
+	}
+	switch a := a.(type) {
+	case map[string]interface{}:
+		bm, ok := b.(map[string]interface{})
+		if !ok || (a == nil) != (bm == nil) || len(a) != len(bm) {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := bm[k]
+			if !ok || !Equal(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		bs, ok := b.([]interface{})
+		if !ok || (a == nil) != (bs == nil) || len(a) != len(bs) {
+			return false
+		}
+		for i := range a {
+			if !Equal(a[i], bs[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		bs, ok := b.(string)
+		return ok && a == bs
+	case int64:
+		bi, ok := b.(int64)
+		return ok && a == bi
+	case bool:
+		bb, ok := b.(bool)
+		return ok && a == bb
 	}
 	return reflect.DeepEqual(a, b)
 }

@@ -1,6 +1,8 @@
 package jsonobj
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +55,44 @@ func TestNestedPatchAndInt(t *testing.T) {
 	assert.Equal(t, `{"a":"<b>"}`, Compact(map[string]interface{}{"a": "<b>"}))
 	assert.True(t, Equal(nil, nil))
 	assert.False(t, Equal(map[string]interface{}{}, nil))
+}
+
+// FuzzEqual: Equal agrees with reflect.DeepEqual (nil equals nil) on
+// every pair of decoded JSON values.
+func FuzzEqual(f *testing.F) {
+	f.Add(`{"a":[1,"x",null,{"b":true}]}`, `{"a":[1,"x",null,{"b":true}]}`)
+	f.Add(`{"a":{}}`, `{"a":[]}`)
+	f.Add(`[1.5, 2]`, `[1.5, 2.0]`)
+	f.Fuzz(func(t *testing.T, x, y string) {
+		var a, b interface{}
+		if json.Unmarshal([]byte(x), &a) != nil || json.Unmarshal([]byte(y), &b) != nil {
+			return
+		}
+		want := (a == nil && b == nil) || reflect.DeepEqual(a, b)
+		if got := Equal(a, b); got != want {
+			t.Fatalf("Equal(%s, %s) = %v, reflect.DeepEqual says %v", x, y, got, want)
+		}
+	})
+}
+
+func TestEqualTellsNilFromEmpty(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b interface{}
+		want bool
+	}{
+		{name: "nil and nil", want: true},
+		{name: "a nil map and an empty one", a: map[string]interface{}(nil), b: map[string]interface{}{}, want: false},
+		{name: "a nil slice and an empty one", a: []interface{}(nil), b: []interface{}{}, want: false},
+		{name: "int64 and float64", a: int64(1), b: float64(1), want: false},
+		{name: "equal nested", a: map[string]interface{}{"a": []interface{}{int64(1), "x"}}, b: map[string]interface{}{"a": []interface{}{int64(1), "x"}}, want: true},
+		{name: "a missing key", a: map[string]interface{}{"a": nil}, b: map[string]interface{}{"b": nil}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Equal(tt.a, tt.b); got != tt.want {
+				t.Errorf("Equal = %v, want %v (reflect.DeepEqual: %v)", got, tt.want, reflect.DeepEqual(tt.a, tt.b))
+			}
+		})
+	}
 }

@@ -3,10 +3,10 @@ package simulate
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -162,6 +162,60 @@ func digestOf(parts ...[]byte) digest {
 	return d
 }
 
+// encodeValue appends an encoding of a decoded JSON value that tells
+// apart any two values JSON tells apart (map keys sorted, strings quoted,
+// each kind tagged; an integer and a float are told apart even when JSON
+// would write them alike, which only costs a reuse). It is the memo's
+// question, written without encoding/json's reflection; false for a type
+// a decoded object does not hold.
+func encodeValue(b []byte, v interface{}) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 'n'), true
+	case bool:
+		if v {
+			return append(b, 't'), true
+		}
+		return append(b, 'f'), true
+	case string:
+		return strconv.AppendQuote(append(b, 's'), v), true
+	case int64:
+		return strconv.AppendInt(append(b, 'i'), v, 10), true
+	case int:
+		return strconv.AppendInt(append(b, 'i'), int64(v), 10), true
+	case float64:
+		return strconv.AppendFloat(append(b, 'd'), v, 'g', -1, 64), true
+	case map[string]interface{}:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for _, k := range keys {
+			b = strconv.AppendQuote(b, k)
+			b = append(b, ':')
+			var ok bool
+			if b, ok = encodeValue(b, v[k]); !ok {
+				return nil, false
+			}
+			b = append(b, ',')
+		}
+		return append(b, '}'), true
+	case []interface{}:
+		b = append(b, '[')
+		for _, e := range v {
+			var ok bool
+			if b, ok = encodeValue(b, e); !ok {
+				return nil, false
+			}
+			b = append(b, ',')
+		}
+		return append(b, ']'), true
+	}
+	return nil, false
+}
+
 type shiftedDigest struct {
 	d  digest
 	ok bool
@@ -190,10 +244,10 @@ func (m *Memo) key(o *Object) (digest, bool) {
 	if k, ok := m.keys[id]; ok {
 		return k, true
 	}
-	meta, err1 := json.Marshal(o.Meta)
-	body, err2 := json.Marshal(o.Body)
-	status, err3 := json.Marshal(o.Status)
-	if err1 != nil || err2 != nil || err3 != nil {
+	meta, ok1 := encodeValue(nil, o.Meta)
+	body, ok2 := encodeValue(nil, o.Body)
+	status, ok3 := encodeValue(nil, o.Status)
+	if !ok1 || !ok2 || !ok3 {
 		return digest{}, false
 	}
 	k := digestOf([]byte(strconv.FormatInt(o.Generation, 10)), meta, body, status)
@@ -211,10 +265,10 @@ func (m *Memo) shiftedKey(o *Object) (digest, bool) {
 	}
 	var k shiftedDigest
 	if st, ok := shiftGenerations(o.Status, -o.Generation); ok && inShiftRange(o.Generation) {
-		meta, err1 := json.Marshal(o.Meta)
-		body, err2 := json.Marshal(o.Body)
-		status, err3 := json.Marshal(st)
-		if err1 == nil && err2 == nil && err3 == nil {
+		meta, ok1 := encodeValue(nil, o.Meta)
+		body, ok2 := encodeValue(nil, o.Body)
+		status, ok3 := encodeValue(nil, st)
+		if ok1 && ok2 && ok3 {
 			k = shiftedDigest{digestOf(meta, body, status), true}
 		}
 	}
@@ -326,8 +380,8 @@ func (c *Config) ask(op string, old *Object, arg map[string]interface{}, shifts 
 		return answer()
 	}
 	ok, good := c.Memo.key(old)
-	b, errArg := json.Marshal(arg)
-	if !good || errArg != nil {
+	b, goodArg := encodeValue(nil, arg)
+	if !good || !goodArg {
 		return answer()
 	}
 	key := digestOf([]byte(op), ok[:], b)
@@ -347,7 +401,7 @@ func (c *Config) ask(op string, old *Object, arg map[string]interface{}, shifts 
 	if shifts && old != nil && old.Exists && !touchesMetadata(arg) {
 		if sk, good := c.Memo.shiftedKey(old); good {
 			if sa, good := shiftArg(op, arg, -old.Generation); good {
-				if sb, err := json.Marshal(sa); err == nil {
+				if sb, good := encodeValue(nil, sa); good {
 					skey, shifted = digestOf([]byte("shifted "+op), sk[:], sb), true
 				}
 			}
