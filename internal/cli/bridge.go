@@ -68,9 +68,6 @@ stops gracefully on SIGINT or SIGTERM.`,
   statuscheck bridge --kubeconfig ~/.kube/config -n cool --operator-condition-name cool.v1 --bundle bundle/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (f.crdFile == "") != (f.source == "") {
-				return usagef("--crd and --source go together")
-			}
 			if f.resync < 0 {
 				return usagef("--resync cannot be negative (%s)", f.resync)
 			}
@@ -82,6 +79,7 @@ stops gracefully on SIGINT or SIGTERM.`,
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's namespace (default: $POD_NAMESPACE, else the service account's, else the context's)")
 	fl.StringVar(&f.conditionName, "operator-condition-name", "", "the OperatorCondition (default: $"+bridge.EnvOperatorConditionName+", which OLM sets)")
 	f.sourceFlags.register(cmd)
+	cmd.MarkFlagsRequiredTogether("crd", "source")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8383", `where controller-runtime serves /metrics ("0": off)`)
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8384", `where /healthz and /readyz are served ("0": off)`)
 	fl.DurationVar(&f.resync, "resync", 30*time.Second, "decide again this often without an event")
@@ -191,7 +189,7 @@ func runningCSVSource(ctx gocontext.Context, cfg *rest.Config, opts *bridge.Opti
 	if err != nil {
 		return err
 	}
-	csv, err := dyn.Resource(bridge.CSVs).Namespace(opts.Namespace).Get(ctx, opts.ConditionName, metav1.GetOptions{})
+	csv, err := dyn.Resource(contract.CSVResource).Namespace(opts.Namespace).Get(ctx, opts.ConditionName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the running CSV %s/%s for its status-source annotation: %w", opts.Namespace, opts.ConditionName, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 const (
@@ -72,14 +73,7 @@ func exploreTable(t *testing.T, bridge bool) string {
 					Violation struct {
 						Rule string `json:"rule"`
 					} `json:"violation"`
-					Steps []struct {
-						Actor          string          `json:"actor"`
-						Target         string          `json:"target"`
-						Update         json.RawMessage `json:"update"`
-						UpdateStatus   json.RawMessage `json:"updateStatus"`
-						Request, Check json.RawMessage
-						Upgrade        json.RawMessage `json:"upgrade"`
-					} `json:"steps"`
+					Steps []map[string]json.RawMessage `json:"steps"`
 				} `json:"counterexamples"`
 			} `json:"results"`
 		}
@@ -95,7 +89,7 @@ func exploreTable(t *testing.T, bridge bool) string {
 				}
 				var steps []string
 				for _, st := range c.Steps {
-					steps = append(steps, stepWords(st.Actor, st.Target, st.Update != nil, st.UpdateStatus != nil, st.Request != nil, st.Check != nil, st.Upgrade != nil))
+					steps = append(steps, stepWords(st))
 				}
 				found = append(found, fmt.Sprintf("`%s` (%d: %s)", c.Violation.Rule, len(c.Steps), strings.Join(steps, ", ")))
 			}
@@ -109,24 +103,21 @@ func exploreTable(t *testing.T, bridge bool) string {
 	return b.String()
 }
 
-// stepWords names a step of a counterexample as the timeline does:
-// "user update", "bridge update OperatorCondition", "olm check".
-func stepWords(actor, target string, update, updateStatus, request, check, upgrade bool) string {
-	verb := map[bool]string{true: "update"}[update]
-	switch {
-	case updateStatus:
-		verb = "updateStatus"
-	case request:
-		verb = "request"
-	case check:
-		verb = "check"
-	case upgrade:
-		verb = "upgrade"
+// stepWords names a step of a counterexample as the timeline does
+// (trace.Step.Action): "user update", "bridge update OperatorCondition",
+// "olm check". The verb is the step's key among api/v1alpha1's verbs; a
+// key, not a decoded field, since OLM's status copy is "updateStatus: null".
+func stepWords(st map[string]json.RawMessage) string {
+	var actor, target string
+	_ = json.Unmarshal(st["actor"], &actor)
+	_ = json.Unmarshal(st["target"], &target)
+	var verb v1alpha1.Verb
+	for _, v := range v1alpha1.Verbs() {
+		if _, ok := st[string(v)]; ok {
+			verb = v
+		}
 	}
-	if target == "OperatorCondition" {
-		verb += " OperatorCondition"
-	}
-	return actor + " " + verb
+	return actor + " " + trace.Step{Verb: verb, Target: v1alpha1.Target(target)}.Action()
 }
 
 // TestExploreTableIsCurrent regenerates the README's table of --explore

@@ -95,6 +95,22 @@ func TestGenerate(t *testing.T) {
 	})
 }
 
+// assertPatchMakes applies generate's -o patch to the original CSV with
+// evanphx/json-patch, as kustomize would, and compares it with what
+// generate writes.
+func assertPatchMakes(t *testing.T, patch string, orig, want []byte) {
+	t.Helper()
+	origJSON, err := yaml.YAMLToJSON(orig)
+	require.NoError(t, err)
+	p, err := jsonpatch.DecodePatch([]byte(patch))
+	require.NoError(t, err, patch)
+	patched, err := p.Apply(origJSON)
+	require.NoError(t, err)
+	wantJSON, err := yaml.YAMLToJSON(want)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(wantJSON), string(patched), "the patch does what -w does")
+}
+
 func TestGeneratePatch(t *testing.T) {
 	for _, bundle := range []string{"testdata/bundles/rules/status-source-missing/fail", "testdata/bundles/rules/status-source-invalid/fail"} {
 		t.Run(bundle, func(t *testing.T) {
@@ -105,15 +121,7 @@ func TestGeneratePatch(t *testing.T) {
 			require.Len(t, csvPath, 1)
 			orig, err := os.ReadFile(csvPath[0])
 			require.NoError(t, err)
-			origJSON, err := yaml.YAMLToJSON(orig)
-			require.NoError(t, err)
-			p, err := jsonpatch.DecodePatch([]byte(patch))
-			require.NoError(t, err, patch)
-			patched, err := p.Apply(origJSON)
-			require.NoError(t, err)
-			wantJSON, err := yaml.YAMLToJSON([]byte(want))
-			require.NoError(t, err)
-			assert.JSONEq(t, string(wantJSON), string(patched), "the patch does what -w does")
+			assertPatchMakes(t, patch, orig, []byte(want))
 			var ops []map[string]interface{}
 			require.NoError(t, json.Unmarshal([]byte(patch), &ops))
 			assert.Equal(t, "/metadata/annotations/operatorframework.io~1status-source", ops[0]["path"])
@@ -246,15 +254,7 @@ func TestGenerateBridge(t *testing.T) {
 		assert.Contains(t, string(written), want)
 	}
 
-	origJSON, err := yaml.YAMLToJSON(orig)
-	require.NoError(t, err)
-	p, err := jsonpatch.DecodePatch([]byte(patch))
-	require.NoError(t, err, patch)
-	patched, err := p.Apply(origJSON)
-	require.NoError(t, err)
-	wantJSON, err := yaml.YAMLToJSON(written)
-	require.NoError(t, err)
-	assert.JSONEq(t, string(wantJSON), string(patched), "the patch does what -w does")
+	assertPatchMakes(t, patch, orig, written)
 
 	code, stdout, _ = run(t, "validate", "--fail-on", "info", dir)
 	assert.Equal(t, 0, code, stdout)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
@@ -47,14 +47,7 @@ func forbiddingServer(t *testing.T) string {
 }
 
 // closedPort is a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return "https://" + addr
-}
+func closedPort(t *testing.T) string { return "https://" + testutil.FreeAddr(t) }
 
 // TestRecordErrors: what a user meets before anything is recorded is one
 // line, exit 2. (The real server's answers, a kind it does not serve

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -204,23 +203,13 @@ func TestBridgeNeverCrashesOverAMissingFeature(t *testing.T) {
 	})
 }
 
-// freePort is a local address nobody listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
 // TestBridgeCommand runs `statuscheck bridge` as a separate process, as
 // the sidecar runs: it writes the entry, serves /readyz and its metrics
 // on controller-runtime's registry, and stops on SIGTERM with exit 0.
 func TestBridgeCommand(t *testing.T) {
 	cool := installCool(t)
 	c := setUp(t, cool)
-	metricsAddr, probeAddr := freePort(t), freePort(t)
+	metricsAddr, probeAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	ref := cool.in.APIVersion("v1beta1") + "/CoolOperator/" + c.name
 	cmd := exec.Command(testutil.Binary(t), "bridge", "--kubeconfig", kubetest.Get(t).Kubeconfig, "-n", c.ns,
 		"--operator-condition-name", "cool.v1", "--crd", cool.file, "--source", ref, "--resync", "200ms",

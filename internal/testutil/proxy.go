@@ -91,3 +91,14 @@ func KubeconfigVia(t testing.TB, kubeconfig, addr string) string {
 	require.NoError(t, clientcmd.WriteToFile(*kc, p))
 	return p
 }
+
+// FreeAddr is a local address nobody listens on: one to bind a server
+// to, or one a client's connection is refused at.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}

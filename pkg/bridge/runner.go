@@ -43,12 +43,6 @@ import (
 // uncached, and never lists or watches it.
 const EnvOperatorConditionName = "OPERATOR_CONDITION_NAME"
 
-// The resources the bridge reads and writes, as OLM serves them.
-var (
-	OperatorConditions = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v2", Resource: "operatorconditions"}
-	CSVs               = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
-)
-
 // syncTimeout bounds one sync's reads and writes.
 const syncTimeout = 30 * time.Second
 
@@ -165,7 +159,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	log.Info("bridging", "source", r.opts.Source.Marshal(), "operatorCondition", r.opts.Namespace+"/"+r.opts.ConditionName)
 	go r.watch(ctx, r.crResource(), fields.OneTermEqualSelector("metadata.name", r.opts.Source.Name).String())
 	if r.opts.Source.Mode() == v1alpha1.HandshakeRequestAck {
-		go r.watch(ctx, r.client.Resource(CSVs).Namespace(r.opts.Namespace), "")
+		go r.watch(ctx, r.client.Resource(contract.CSVResource).Namespace(r.opts.Namespace), "")
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -254,7 +248,7 @@ func (r *Runner) Sync(ctx context.Context, seen time.Time) error {
 }
 
 func (r *Runner) syncOnce(ctx context.Context, seen time.Time) error {
-	ocs := r.client.Resource(OperatorConditions).Namespace(r.opts.Namespace)
+	ocs := r.client.Resource(contract.OperatorConditionResource).Namespace(r.opts.Namespace)
 	u, err := ocs.Get(ctx, r.opts.ConditionName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading OperatorCondition %s/%s: %w", r.opts.Namespace, r.opts.ConditionName, err)
@@ -272,7 +266,7 @@ func (r *Runner) syncOnce(ctx context.Context, seen time.Time) error {
 	}
 	in := Input{Source: r.opts.Source, Tokens: r.opts.Tokens, CR: cr, OC: oc, Running: r.opts.ConditionName, Now: r.opts.Now()}
 	if r.opts.Source.Mode() == v1alpha1.HandshakeRequestAck {
-		list, err := r.client.Resource(CSVs).Namespace(r.opts.Namespace).List(ctx, metav1.ListOptions{})
+		list, err := r.client.Resource(contract.CSVResource).Namespace(r.opts.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return fmt.Errorf("listing ClusterServiceVersions in %s: %w", r.opts.Namespace, err)
 		}

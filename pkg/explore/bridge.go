@@ -106,8 +106,8 @@ func conditionsValue(cs []metav1.Condition) []interface{} {
 }
 
 // bridgeStart is the OperatorCondition the bridge has written by the time
-// the explored traces start: its decision on the starting CR, copied by
-// OLM into status.
+// the explored traces start: its decision on the starting CR, copied into
+// status by OLM's own copy (simulate.SyncOperatorConditionStatus).
 func bridgeStart(cfg *Config, cr map[string]interface{}) (map[string]interface{}, error) {
 	oc := map[string]interface{}{
 		"apiVersion": simulate.OperatorConditionAPIVersion, "kind": simulate.OperatorConditionKind,
@@ -119,17 +119,11 @@ func bridgeStart(cfg *Config, cr map[string]interface{}) (map[string]interface{}
 		return nil, err
 	}
 	d := bridgeDecision(cfg, &s, false)
-	conds := conditionsValue(d.Conditions)
-	status := make([]interface{}, len(conds))
-	for i, c := range conds {
-		m := map[string]interface{}{}
-		for k, v := range c.(map[string]interface{}) {
-			m[k] = v
-		}
-		m["observedGeneration"] = int64(1)
-		status[i] = m
+	oc["spec"] = map[string]interface{}{"conditions": conditionsValue(d.Conditions)}
+	status, _, err := simulate.SyncOperatorConditionStatus(oc, simulate.Epoch)
+	if err != nil {
+		return nil, err
 	}
-	oc["spec"] = map[string]interface{}{"conditions": conds}
-	oc["status"] = map[string]interface{}{"conditions": status}
+	oc["status"] = status
 	return oc, nil
 }

@@ -85,6 +85,20 @@ func assertOnlyAnnotationLinesFor(t *testing.T, old, new []byte, value string) {
 	assert.Contains(t, newLines[added], value)
 }
 
+// editorInput says whether a fuzz input is one the editors are asked to
+// edit (small enough, and YAML Kubernetes reads), and arms a watchdog for
+// the test: a hang is a bug too, so the input is reported rather than
+// stalling.
+func editorInput(t *testing.T, data []byte) bool {
+	if len(data) > 1<<16 {
+		return false
+	}
+	wd := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 30s for %q", data)) })
+	t.Cleanup(func() { wd.Stop() })
+	_, err := manifest.Parse("in.yaml", data, manifest.DefaultLimits)
+	return err == nil
+}
+
 // FuzzSetAnnotation edits arbitrary YAML: whenever the editor accepts the
 // input, the result must differ from it in the annotation only, keep every
 // byte outside the edit, and a second edit must change nothing.
@@ -97,13 +111,7 @@ func FuzzSetAnnotation(f *testing.F) {
 	f.Add([]byte("kind: ClusterServiceVersion\nmetadata:\n  annotations:\n    x: |\n      a\n\n    y: b # c\n"), "v'\"\\\n")
 	f.Add([]byte("kind: ClusterServiceVersion\nmetadata: &m\n  annotations: {a: [1, {b: c}], d: \"e, }\"}\n"), "{}")
 	f.Fuzz(func(t *testing.T, data []byte, value string) {
-		if len(data) > 1<<16 {
-			return
-		}
-		// A hang is a bug too: report the input rather than stall.
-		wd := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 30s for %q", data)) })
-		defer wd.Stop()
-		if _, err := manifest.Parse("in.yaml", data, manifest.DefaultLimits); err != nil {
+		if !editorInput(t, data) {
 			return
 		}
 		edit, err := SetAnnotation(data, v1alpha1.AnnotationKey, value)
@@ -264,12 +272,7 @@ func FuzzAddAt(f *testing.F) {
 	f.Add([]byte("{\"kind\": \"ClusterServiceVersion\", \"spec\": {\"install\": {\"spec\": {\"permissions\": [\n  {\"a\": 1}]}}}}"), "spec/install/spec/permissions/-")
 	f.Add([]byte("kind: ClusterServiceVersion\nspec: {install: {spec: {rules: [], x: {}}}}\n"), "spec/install/spec/x/y")
 	f.Fuzz(func(t *testing.T, data []byte, pointer string) {
-		if len(data) > 1<<16 {
-			return
-		}
-		wd := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("WATCHDOG: no answer in 30s for %q", data)) })
-		defer wd.Stop()
-		if _, err := manifest.Parse("in.yaml", data, manifest.DefaultLimits); err != nil {
+		if !editorInput(t, data) {
 			return
 		}
 		value := permission{ServiceAccountName: "sa", Rules: []policyRule{{APIGroups: []string{"a"}, Resources: []string{"b"}, Verbs: []string{"get"}}}}

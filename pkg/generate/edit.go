@@ -275,15 +275,10 @@ func SetAnnotation(data []byte, key, value string) (Edit, error) {
 	if !utf8.ValidString(key) || !utf8.ValidString(value) {
 		return Edit{}, errors.New("the annotation is not valid UTF-8")
 	}
-	t, err := newText(data)
+	t, root, err := csvText(data)
 	if err != nil {
 		return Edit{}, err
 	}
-	root, err := findCSV(data)
-	if err != nil {
-		return Edit{}, err
-	}
-	t.step = indentStep(root)
 	if root.Style&yaml.FlowStyle != 0 {
 		return t.setFlow(root, key, value)
 	}
@@ -317,6 +312,22 @@ func SetAnnotation(data []byte, key, value string) (Edit, error) {
 		return t.replaceValue(cur, value, false)
 	}
 	return t.appendBlock(ann.value, nil, key, value)
+}
+
+// csvText is the text to edit and the root mapping of its first
+// ClusterServiceVersion, with the file's indentation read from it.
+func csvText(data []byte) (*text, *yaml.Node, error) {
+	t, err := newText(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := findCSV(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.step = indentStep(root)
+	t.seqIndent = seqIndent(root)
+	return t, root, nil
 }
 
 func isNull(n *yaml.Node) bool {

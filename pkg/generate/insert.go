@@ -57,16 +57,10 @@ func AddAt(data []byte, op Op) (Edit, error) {
 			return Edit{}, errors.New("the op's path is not valid UTF-8")
 		}
 	}
-	t, err := newText(data)
+	t, root, err := csvText(data)
 	if err != nil {
 		return Edit{}, err
 	}
-	root, err := findCSV(data)
-	if err != nil {
-		return Edit{}, err
-	}
-	t.step = indentStep(root)
-	t.seqIndent = seqIndent(root)
 	value, err := toNode(op.Value)
 	if err != nil {
 		return Edit{}, err

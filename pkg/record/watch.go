@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/statuscheck/statuscheck/pkg/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,8 +26,8 @@ var listTimeout = 30 * time.Second
 
 // What OLM serves, for the ClusterServiceVersions and OperatorConditions.
 var (
-	csvGVR = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
-	ocGVR  = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v2", Resource: "operatorconditions"}
+	csvGVR = contract.CSVResource
+	ocGVR  = contract.OperatorConditionResource
 )
 
 // Target says what to watch.

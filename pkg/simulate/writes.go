@@ -369,71 +369,85 @@ func shiftObject(full map[string]interface{}, delta int64) (map[string]interface
 // other generations (explore meets one write at many); a refusal, whose
 // message may name a value, is remembered only for its own question.
 func (c *Config) ask(op string, old *Object, arg map[string]interface{}, shifts bool, f func() (map[string]interface{}, bool, *apiserver.Refusal)) (Object, bool, *apiserver.Refusal) {
-	answer := func() (Object, bool, *apiserver.Refusal) {
+	answer := func() (map[string]interface{}, Object, bool, *apiserver.Refusal) {
 		out, deleted, rf := f()
 		if out == nil || deleted || rf != nil {
-			return Object{}, deleted, rf
+			return out, Object{}, deleted, rf
 		}
-		return NewObject(out), false, nil
+		return out, NewObject(out), false, nil
 	}
-	if c.Memo == nil {
-		return answer()
+	m := c.Memo
+	if m == nil {
+		_, obj, deleted, rf := answer()
+		return obj, deleted, rf
 	}
-	ok, good := c.Memo.key(old)
-	b, goodArg := encodeValue(nil, arg)
+	oldKey, good := m.key(old)
+	argText, goodArg := encodeValue(nil, arg)
 	if !good || !goodArg {
-		return answer()
+		_, obj, deleted, rf := answer()
+		return obj, deleted, rf
 	}
-	key := digestOf([]byte(op), ok[:], b)
-	if e, hit := c.Memo.answers[key]; hit {
+	key := digestOf([]byte(op), oldKey[:], argText)
+	if e, hit := m.answers[key]; hit {
 		return e.obj, e.deleted, e.rf
 	}
-	if len(c.Memo.answers) >= maxMemo || len(c.Memo.shifted) >= maxMemo {
+	if len(m.answers) >= maxMemo || len(m.shifted) >= maxMemo {
 		// A very deep search: start over rather than grow without end.
-		clear(c.Memo.answers)
-		clear(c.Memo.keys)
-		clear(c.Memo.syncs)
-		clear(c.Memo.shifted)
-		clear(c.Memo.shiftedKeys)
+		clear(m.answers)
+		clear(m.keys)
+		clear(m.syncs)
+		clear(m.shifted)
+		clear(m.shiftedKeys)
 	}
-	var skey digest
-	shifted := false
-	if shifts && old != nil && old.Exists && !touchesMetadata(arg) {
-		if sk, good := c.Memo.shiftedKey(old); good {
-			if sa, good := shiftArg(op, arg, -old.Generation); good {
-				if sb, good := encodeValue(nil, sa); good {
-					skey, shifted = digestOf([]byte("shifted "+op), sk[:], sb), true
-				}
-			}
+	skey, shifted := digest{}, false
+	if shifts {
+		skey, shifted = m.shiftedQuestion(op, old, arg)
+	}
+	if e, hit := m.shifted[skey]; shifted && hit {
+		obj := Object{}
+		if !e.deleted {
+			back, _ := shiftObject(e.full, old.Generation)
+			obj = NewObject(back)
 		}
+		m.answers[key] = memoEntry{obj: obj, deleted: e.deleted}
+		return obj, e.deleted, nil
 	}
-	if shifted {
-		if e, hit := c.Memo.shifted[skey]; hit {
-			obj := Object{}
-			if !e.deleted {
-				back, _ := shiftObject(e.full, old.Generation)
-				obj = NewObject(back)
-			}
-			c.Memo.answers[key] = memoEntry{obj: obj, deleted: e.deleted}
-			return obj, e.deleted, nil
-		}
-	}
-	out, deleted, rf := f()
-	obj := Object{}
-	if out != nil && !deleted && rf == nil {
-		obj = NewObject(out)
-	}
-	c.Memo.answers[key] = memoEntry{obj: obj, deleted: deleted, rf: rf}
+	out, obj, deleted, rf := answer()
+	m.answers[key] = memoEntry{obj: obj, deleted: deleted, rf: rf}
 	if shifted && rf == nil {
 		e := memoEntry{deleted: deleted}
+		ok := true
 		if !deleted {
-			if e.full, shifted = shiftObject(out, -old.Generation); !shifted {
-				return obj, deleted, rf
-			}
+			e.full, ok = shiftObject(out, -old.Generation)
 		}
-		c.Memo.shifted[skey] = e
+		if ok {
+			m.shifted[skey] = e
+		}
 	}
 	return obj, deleted, rf
+}
+
+// shiftedQuestion is the key of the question with its generations moved
+// by the old object's (its own becoming 0), or false where the write
+// cannot be shifted: no old object, a write of metadata, a generation out
+// of range.
+func (m *Memo) shiftedQuestion(op string, old *Object, arg map[string]interface{}) (digest, bool) {
+	if old == nil || !old.Exists || touchesMetadata(arg) {
+		return digest{}, false
+	}
+	oldKey, good := m.shiftedKey(old)
+	if !good {
+		return digest{}, false
+	}
+	sa, good := shiftArg(op, arg, -old.Generation)
+	if !good {
+		return digest{}, false
+	}
+	argText, good := encodeValue(nil, sa)
+	if !good {
+		return digest{}, false
+	}
+	return digestOf([]byte("shifted "+op), oldKey[:], argText), true
 }
 
 // shiftArg moves the generations a write carries: a status write's

@@ -19,6 +19,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
 const (
@@ -35,13 +36,6 @@ const (
 	// /metrics and /healthz, /readyz by default.
 	MetricsPort = 8383
 	ProbePort   = 8384
-)
-
-// OLM's own group and the CSV's resource
-// (operator-framework/api pkg/operators/v1alpha1).
-const (
-	olmGroup = operatorsv1alpha1.GroupName
-	csvs     = "clusterserviceversions"
 )
 
 // Declaration is the parsed annotation.
@@ -172,7 +166,7 @@ func Needs(src *v1alpha1.StatusSource, csvName, plural string, namespaced bool) 
 		crVerbs, crWhy = []string{"get", "watch", "patch"}, "reads and watches the status source and writes the upgrade request to it (RequestAck)"
 	}
 	return []Rule{
-		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{olmGroup}, Resources: []string{csvs}, Verbs: csvVerbs}, Object: csvObject, Why: csvWhy},
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{contract.CSVResource.Group}, Resources: []string{contract.CSVResource.Resource}, Verbs: csvVerbs}, Object: csvObject, Why: csvWhy},
 		// Permissions are Roles in the operator's namespace: a
 		// cluster-scoped kind, or a namespace pinned by the status source,
 		// needs clusterPermissions.
