@@ -75,6 +75,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/trace FuzzReadTrace $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/bridge FuzzDecide $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./internal/jsonobj FuzzEqual $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/simulate FuzzReplayMemo $(FUZZTIME)
 
 clean:
 	rm -rf bin

@@ -13,9 +13,11 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apiextinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -30,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -59,7 +62,8 @@ type Resource struct {
 	Schema *apiextv1.JSONSchemaProps
 
 	structural *structuralschema.Structural
-	shifts     bool // ShiftsGenerations
+	shifts     bool    // ShiftsGenerations
+	values     *Values // Values
 	main       mainStrategy
 	status     rest.RESTUpdateStrategy
 }
@@ -143,10 +147,45 @@ func NewResource(crd *apiextv1.CustomResourceDefinition, version string) (*Resou
 	}
 	strategy := customresource.NewStrategy(crdserverscheme.NewUnstructuredObjectTyper(), r.Namespaced, r.GVK,
 		validator, statusValidator, r.structural, statusSpec, scaleSpec, v.SelectableFields)
-	r.main = strategy
-	r.status = customresource.NewStatusStrategy(strategy)
+	r.main = sortedMain{strategy}
+	r.status = sortedUpdate{customresource.NewStatusStrategy(strategy)}
 	r.shifts = shiftInvariant(r.Schema)
+	if r.structural != nil && !r.PreserveUnknownFields {
+		if r.values, err = buildValues(r.Schema, scaleSpec != nil); err != nil {
+			return nil, fmt.Errorf("building the value validators of %s: %w", r.GVK, err)
+		}
+	}
 	return r, nil
+}
+
+// The schema validator lists a refusal's field errors in the order it
+// walks the object's properties, a Go map's (kube-openapi
+// validate.objectValidator ranges over Properties), so the same write is
+// refused with its errors in a different order from one request to the
+// next, on a server as here. The strategies are wrapped to sort them (by
+// field, then message) before rest.BeforeCreate/BeforeUpdate build the
+// apiserver's Invalid error from them: the same write, the same message.
+type sortedMain struct{ mainStrategy }
+
+func (s sortedMain) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return sortErrors(s.mainStrategy.Validate(ctx, obj))
+}
+
+func (s sortedMain) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return sortErrors(s.mainStrategy.ValidateUpdate(ctx, obj, old))
+}
+
+type sortedUpdate struct{ rest.RESTUpdateStrategy }
+
+func (s sortedUpdate) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return sortErrors(s.RESTUpdateStrategy.ValidateUpdate(ctx, obj, old))
+}
+
+func sortErrors(errs field.ErrorList) field.ErrorList {
+	slices.SortStableFunc(errs, func(a, b *field.Error) int {
+		return cmp.Or(cmp.Compare(a.Field, b.Field), cmp.Compare(a.Error(), b.Error()))
+	})
+	return errs
 }
 
 // Refusal is a write the apiserver refuses: nothing changes.

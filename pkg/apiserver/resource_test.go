@@ -3,6 +3,7 @@ package apiserver
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -260,6 +261,7 @@ func TestShiftsGenerations(t *testing.T) {
 		{name: "minimum 2 tells 1 from 2", old: og, new: strings.Replace(og, "minimum: 0", "minimum: 2", 1), want: false},
 		{name: "a maximum", old: og, new: og + "                      maximum: 100\n", want: false},
 		{name: "an enum", old: og, new: og + "                      enum: [1, 2]\n", want: false},
+		{name: "format int32 tells 1 from 2^31", old: og, new: strings.Replace(og, "int64", "int32", 1), want: false},
 		{name: "a CEL rule on the conditions", old: "                x-kubernetes-list-type: map\n",
 			new: "                x-kubernetes-list-type: map\n                x-kubernetes-validations:\n                - rule: self.all(c, c.status in ['True', 'False', 'Unknown'])\n", want: false},
 	}
@@ -280,3 +282,150 @@ func TestShiftsGenerations(t *testing.T) {
 		})
 	}
 }
+
+// crdWith is a CRD of one version, v1, whose openAPIV3Schema is schema
+// (YAML), with the status subresource and scale when asked.
+func crdWith(t *testing.T, schema string, scale bool) *apiextv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextv1.CustomResourceDefinition{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  group: example.com
+  names: {kind: Thing, plural: things}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+`), crd))
+	s := &apiextv1.JSONSchemaProps{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(schema), s))
+	crd.Spec.Versions[0].Schema = &apiextv1.CustomResourceValidation{OpenAPIV3Schema: s}
+	if scale {
+		crd.Spec.Versions[0].Subresources.Scale = &apiextv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}
+	}
+	return crd
+}
+
+// leaves lists a Values tree's string places, "(checked)" where the leaf
+// has a validator of its own.
+func leaves(v *Values, path string, out *[]string) {
+	if v == nil {
+		return
+	}
+	if v.Leaf() {
+		if v.Checked() {
+			path += " (checked)"
+		}
+		*out = append(*out, path)
+		return
+	}
+	for k, c := range v.props {
+		leaves(c, path+"."+k, out)
+	}
+	leaves(v.additional, path+".*", out)
+	leaves(v.items, path+"[]", out)
+}
+
+// TestValues: which strings' places are told apart only by their own
+// checks and equality, from the schema.
+func TestValues(t *testing.T) {
+	tests := []struct {
+		name   string
+		schema string
+		scale  bool
+		want   []string
+	}{
+		{name: "plain and checked strings, a list, a map", schema: `type: object
+properties:
+  metadata: {type: object}
+  spec:
+    type: object
+    properties:
+      plain: {type: string}
+      size: {type: integer}
+      mode: {type: string, enum: [a, b]}
+      labels: {type: object, additionalProperties: {type: string}}
+      names: {type: array, items: {type: string, maxLength: 3}}
+  status:
+    type: object
+    properties:
+      at: {type: string, format: date-time}
+      made: {type: string, format: not-a-format}
+`, want: []string{".spec.labels.*", ".spec.mode (checked)", ".spec.names[] (checked)", ".spec.plain", ".status.at (checked)", ".status.made"}},
+		{name: "a default, int-or-string, an embedded object, oneOf and a tuple are left out", schema: `type: object
+properties:
+  spec:
+    type: object
+    properties:
+      kept: {type: string}
+      defaulted: {type: string, default: x}
+      under: {type: object, default: {a: b}, properties: {a: {type: string}}}
+      emptyDefault: {type: object, default: {}, properties: {a: {type: string}}}
+      port: {x-kubernetes-int-or-string: true}
+      template: {type: object, x-kubernetes-embedded-resource: true, properties: {a: {type: string}}}
+      either: {type: string, oneOf: [{pattern: a}, {pattern: b}]}
+`, want: []string{".spec.emptyDefault.a", ".spec.kept"}},
+		{name: "a CEL rule anywhere leaves out the version", schema: `type: object
+properties:
+  spec:
+    type: object
+    properties:
+      a: {type: string}
+      b: {type: string, x-kubernetes-validations: [{rule: "self != 'x'"}]}
+`},
+		{name: "a scale subresource leaves out the version", scale: true, schema: `type: object
+properties:
+  spec: {type: object, properties: {replicas: {type: integer}, a: {type: string}}}
+  status: {type: object, properties: {replicas: {type: integer}}}
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := NewResource(crdWith(t, tt.schema, tt.scale), "v1")
+			require.NoError(t, err)
+			var got []string
+			leaves(r.Values(), "", &got)
+			slices.Sort(got)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestValuesValidIsTheApiserversVerdict: a leaf's own check says what the
+// whole write's validation says about that value, on the good CRD.
+func TestValuesValidIsTheApiserversVerdict(t *testing.T) {
+	r := goodResource(t)
+	cond := r.Values().Child("status").Child("conditions").Item()
+	tests := []struct {
+		name, field, value string
+		valid              bool
+	}{
+		{name: "a timestamp", field: "lastTransitionTime", value: "2026-12-01T20:00:00Z", valid: true},
+		{name: "a timestamp with a fraction and an offset", field: "lastTransitionTime", value: "2026-12-01T20:00:00.5+01:00", valid: true},
+		{name: "a date only", field: "lastTransitionTime", value: "2026-12-01", valid: false},
+		{name: "not a time", field: "lastTransitionTime", value: "yesterday", valid: false},
+		{name: "an empty time", field: "lastTransitionTime", value: "", valid: false},
+		{name: "a status in the enum", field: "status", value: "Unknown", valid: true},
+		{name: "a status outside it", field: "status", value: "Maybe", valid: false},
+		{name: "a reason at its maximum length", field: "reason", value: strings.Repeat("r", 1024), valid: true},
+		{name: "a reason past it", field: "reason", value: strings.Repeat("r", 1025), valid: false},
+	}
+	old := cool(1, map[string]interface{}{"storageLayer": "PostgreSQL"}, cond1())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status := cond1()
+			status["conditions"].([]interface{})[0].(map[string]interface{})[tt.field] = tt.value
+			_, rf := r.UpdateStatus(old, status)
+			leaf := cond.Child(tt.field)
+			require.True(t, leaf.Leaf())
+			assert.Equal(t, tt.valid, rf == nil, "the apiserver: %v", rf)
+			assert.Equal(t, tt.valid, leaf.Valid(tt.value))
+		})
+	}
+}
+
+func cond1() map[string]interface{} { return cond("True", 1) }

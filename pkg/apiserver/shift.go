@@ -11,7 +11,7 @@ import (
 // staying between 1 and 2^62) gives the same answer, moved by that amount.
 // It holds when nothing in the schema can tell such values apart: no CEL
 // rule anywhere (a rule may compare them), no allOf/anyOf/oneOf/not on the
-// way to them, and no bound on them but a minimum of at most 1; the
+// way to them, and no bound on them but a minimum of at most 1 (format int32 is a bound); the
 // apiserver's other rules on them (ObjectMeta's generation >= 0, the list's
 // map keys, pruning, defaulting, ratcheting by equality) do not depend on
 // where the values sit. Without a schema nothing is validated.
@@ -52,7 +52,8 @@ func combined(s *apiextv1.JSONSchemaProps) bool {
 // plainGeneration: a generation field with no bound that could tell two
 // values of at least 1 apart.
 func plainGeneration(s apiextv1.JSONSchemaProps) bool {
-	if s.Maximum != nil || len(s.Enum) > 0 || s.MultipleOf != nil || combined(&s) {
+	// int32 is range-checked (kube-openapi validate.IsValueValidAgainstRange).
+	if s.Maximum != nil || len(s.Enum) > 0 || s.MultipleOf != nil || s.Format == "int32" || combined(&s) {
 		return false
 	}
 	return s.Minimum == nil || *s.Minimum < 1 || (*s.Minimum == 1 && !s.ExclusiveMinimum)

@@ -18,8 +18,11 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
-// writeTrace writes a native trace of n steps: rounds of a user's spec
-// change, the operator's False and True reports, and OLM's check.
+// writeTrace writes a native trace of n steps that the good bundle's CRD
+// accepts, as a recording of a busy operator would read: rounds of a
+// user's change of spec.storageLayer (PostgreSQL and MariaDB in turn),
+// the operator's False (migrating) and True (ready) reports for the new
+// generation, each with a new lastTransitionTime, and OLM's check.
 func writeTrace(tb testing.TB, path string, n int) {
 	tb.Helper()
 	f, err := os.Create(path)
@@ -27,6 +30,8 @@ func writeTrace(tb testing.TB, path string, n int) {
 		tb.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(i int) string { return start.Add(time.Duration(i) * time.Second).Format(time.RFC3339) }
 	fmt.Fprintf(w, `apiVersion: statuscheck.operatorframework.io/v1alpha1
 kind: StatusTrace
 metadata: {name: generated}
@@ -34,20 +39,22 @@ initial:
   apiVersion: cool.operators.corp/v1beta1
   kind: CoolOperator
   metadata: {name: cool-operator, generation: 1}
-  spec: {storageLayer: PostgreSQL, round: 0}
-  status: {conditions: [{type: Upgradeable, status: "True", reason: OperatorIdle, observedGeneration: 1}]}
+  spec: {storageLayer: PostgreSQL}
+  status: {observedGeneration: 1, conditions: [{type: Upgradeable, status: "True", reason: OperatorIdle, message: PostgreSQL is ready, lastTransitionTime: "%s", observedGeneration: 1}]}
 steps:
-`)
+`, at(0))
 	gen := 1
+	layer := "PostgreSQL"
 	for i := 0; i < n; i++ {
 		switch i % 4 {
 		case 0:
 			gen++
-			fmt.Fprintf(w, "- {actor: user, update: {spec: {round: %d}}}\n", i)
+			layer = map[string]string{"PostgreSQL": "MariaDB", "MariaDB": "PostgreSQL"}[layer]
+			fmt.Fprintf(w, "- {actor: user, update: {spec: {storageLayer: %s}}}\n", layer)
 		case 1:
-			fmt.Fprintf(w, "- {actor: operator, updateStatus: {conditions: [{type: Upgradeable, status: \"False\", reason: Migrating, observedGeneration: %d}]}}\n", gen)
+			fmt.Fprintf(w, "- {actor: operator, updateStatus: {observedGeneration: %d, conditions: [{type: Upgradeable, status: \"False\", reason: Migrating, message: migrating to %s, lastTransitionTime: \"%s\", observedGeneration: %d}]}}\n", gen, layer, at(i), gen)
 		case 2:
-			fmt.Fprintf(w, "- {actor: operator, updateStatus: {conditions: [{type: Upgradeable, status: \"True\", reason: OperatorIdle, observedGeneration: %d}]}}\n", gen)
+			fmt.Fprintf(w, "- {actor: operator, updateStatus: {observedGeneration: %d, conditions: [{type: Upgradeable, status: \"True\", reason: OperatorIdle, message: %s is ready, lastTransitionTime: \"%s\", observedGeneration: %d}]}}\n", gen, layer, at(i), gen)
 		case 3:
 			fmt.Fprintf(w, "- {actor: olm, check: {}}\n")
 		}

@@ -95,8 +95,20 @@ func NewSummary(t *trace.Trace, cfg *Config) *Summary {
 
 // Replay runs a trace through the core. emit, when set, is called after
 // every step; rows are not kept, so a long trace replays in constant
-// memory.
+// memory. Without cfg.Memo the run has its own, a replay's (see Memo):
+// the apiserver model's answer to a write alike in all the apiserver can
+// tell apart (other generations, other timestamps) is reused.
 func Replay(t *trace.Trace, cfg *Config, emit func(Row) error) (*Summary, error) {
+	if cfg.Memo == nil {
+		c := *cfg
+		c.Memo = NewReplayMemo()
+		cfg = &c
+	}
+	return replay(t, cfg, emit)
+}
+
+// replay is Replay with cfg's memo, or none.
+func replay(t *trace.Trace, cfg *Config, emit func(Row) error) (*Summary, error) {
 	sum := NewSummary(t, cfg)
 	notesBefore := len(t.Notes)
 	s, err := Initial(cfg, t.Initial, t.OperatorCondition)

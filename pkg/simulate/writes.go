@@ -1,16 +1,10 @@
 package simulate
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"math"
-	"reflect"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	olmcrds "github.com/operator-framework/api/crds"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
@@ -104,365 +98,6 @@ func Schemaless(gvk schema.GroupVersionKind, statusSubresource bool) (*apiserver
 	}
 	schemalessCache[k] = r
 	return r, nil
-}
-
-// Memo remembers the apiserver model's answers during one run, where the
-// same write to the same object recurs (in many interleavings of an
-// exploration). An answer is reused only for exactly the same question:
-// the operation, the object's content and the write's JSON. An object's
-// content is encoded once: objects are immutable values (a write makes a
-// new one, and a remembered answer hands out the Object it made, so its
-// encoding is shared too), so the encoding is keyed by the identity of its
-// maps. A Memo is not safe for concurrent use.
-type Memo struct {
-	answers map[digest]memoEntry
-	keys    map[objectID]digest
-	syncs   map[digest]syncEntry
-	// shifted are answers with their generations moved to the old
-	// object's (apiserver.Resource.ShiftsGenerations), under keys with
-	// the same shift; shiftedKeys are objects' encodings so shifted.
-	shifted     map[digest]memoEntry
-	shiftedKeys map[objectID]shiftedDigest
-	// defaultOC is the empty OperatorCondition OLM's generator creates.
-	defaultOC *Object
-}
-
-// NewMemo returns an empty Memo.
-func NewMemo() *Memo {
-	return &Memo{answers: map[digest]memoEntry{}, keys: map[objectID]digest{}, syncs: map[digest]syncEntry{},
-		shifted: map[digest]memoEntry{}, shiftedKeys: map[objectID]shiftedDigest{}}
-}
-
-// maxMemo bounds the answers remembered (a few hundred bytes each).
-const maxMemo = 200_000
-
-type memoEntry struct {
-	obj     Object
-	deleted bool
-	rf      *apiserver.Refusal
-	// full is a shifted answer's object, to be moved back.
-	full map[string]interface{}
-}
-
-// digest is a fixed-size key: the SHA-256 of a question's encoding (the
-// operation, the object's JSON, the write's JSON), so that what the memo
-// keeps per answer does not grow with the object.
-type digest [sha256.Size]byte
-
-func digestOf(parts ...[]byte) digest {
-	h := sha256.New()
-	for _, p := range parts {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(p)))
-		h.Write(n[:])
-		h.Write(p)
-	}
-	var d digest
-	h.Sum(d[:0])
-	return d
-}
-
-// encodeValue appends an encoding of a decoded JSON value that tells
-// apart any two values JSON tells apart (map keys sorted, strings quoted,
-// each kind tagged; an integer and a float are told apart even when JSON
-// would write them alike, which only costs a reuse). It is the memo's
-// question, written without encoding/json's reflection; false for a type
-// a decoded object does not hold.
-func encodeValue(b []byte, v interface{}) ([]byte, bool) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, 'n'), true
-	case bool:
-		if v {
-			return append(b, 't'), true
-		}
-		return append(b, 'f'), true
-	case string:
-		return strconv.AppendQuote(append(b, 's'), v), true
-	case int64:
-		return strconv.AppendInt(append(b, 'i'), v, 10), true
-	case int:
-		return strconv.AppendInt(append(b, 'i'), int64(v), 10), true
-	case float64:
-		return strconv.AppendFloat(append(b, 'd'), v, 'g', -1, 64), true
-	case map[string]interface{}:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for _, k := range keys {
-			b = strconv.AppendQuote(b, k)
-			b = append(b, ':')
-			var ok bool
-			if b, ok = encodeValue(b, v[k]); !ok {
-				return nil, false
-			}
-			b = append(b, ',')
-		}
-		return append(b, '}'), true
-	case []interface{}:
-		b = append(b, '[')
-		for _, e := range v {
-			var ok bool
-			if b, ok = encodeValue(b, e); !ok {
-				return nil, false
-			}
-			b = append(b, ',')
-		}
-		return append(b, ']'), true
-	}
-	return nil, false
-}
-
-type shiftedDigest struct {
-	d  digest
-	ok bool
-}
-
-// objectID is an Object's identity: its maps (never written to once in an
-// Object) and its generation.
-type objectID struct {
-	meta, body, status unsafe.Pointer
-	gen                int64
-}
-
-func mapPointer(m map[string]interface{}) unsafe.Pointer {
-	if m == nil {
-		return nil
-	}
-	return reflect.ValueOf(m).UnsafePointer()
-}
-
-// key is the digest of o's content, computed once per object.
-func (m *Memo) key(o *Object) (digest, bool) {
-	if o == nil || !o.Exists {
-		return digest{}, true
-	}
-	id := objectID{mapPointer(o.Meta), mapPointer(o.Body), mapPointer(o.Status), o.Generation}
-	if k, ok := m.keys[id]; ok {
-		return k, true
-	}
-	meta, ok1 := encodeValue(nil, o.Meta)
-	body, ok2 := encodeValue(nil, o.Body)
-	status, ok3 := encodeValue(nil, o.Status)
-	if !ok1 || !ok2 || !ok3 {
-		return digest{}, false
-	}
-	k := digestOf([]byte(strconv.FormatInt(o.Generation, 10)), meta, body, status)
-	m.keys[id] = k
-	return k, true
-}
-
-// shiftedKey is the encoding of o with its generations moved by -base
-// (o's own generation becomes 0), or false where a value is not an
-// integer between 1 and 2^62.
-func (m *Memo) shiftedKey(o *Object) (digest, bool) {
-	id := objectID{mapPointer(o.Meta), mapPointer(o.Body), mapPointer(o.Status), o.Generation}
-	if k, ok := m.shiftedKeys[id]; ok {
-		return k.d, k.ok
-	}
-	var k shiftedDigest
-	if st, ok := shiftGenerations(o.Status, -o.Generation); ok && inShiftRange(o.Generation) {
-		meta, ok1 := encodeValue(nil, o.Meta)
-		body, ok2 := encodeValue(nil, o.Body)
-		status, ok3 := encodeValue(nil, st)
-		if ok1 && ok2 && ok3 {
-			k = shiftedDigest{digestOf(meta, body, status), true}
-		}
-	}
-	m.shiftedKeys[id] = k
-	return k.d, k.ok
-}
-
-// maxShifted bounds the generations a shift may move: far from int64's
-// end, where ObjectMeta validation and the int64 format tell values apart.
-const maxShifted = 1 << 62
-
-func inShiftRange(g int64) bool { return g >= 1 && g < maxShifted }
-
-// shiftGenerations moves status.observedGeneration and every
-// status.conditions[].observedGeneration by delta, in a copy of what it
-// changes. Moving back (delta > 0) takes any value; moving an original
-// (delta <= 0) needs each between 1 and 2^62, else false.
-func shiftGenerations(status map[string]interface{}, delta int64) (map[string]interface{}, bool) {
-	if status == nil {
-		return nil, true
-	}
-	move := func(v interface{}) (interface{}, bool) {
-		g, ok := jsonobj.Int(v)
-		if !ok || (delta <= 0 && !inShiftRange(g)) {
-			return nil, false
-		}
-		return g + delta, true
-	}
-	out := make(map[string]interface{}, len(status))
-	for k, v := range status {
-		out[k] = v
-	}
-	if v, ok := status["observedGeneration"]; ok {
-		g, ok := move(v)
-		if !ok {
-			return nil, false
-		}
-		out["observedGeneration"] = g
-	}
-	if list, ok := status["conditions"].([]interface{}); ok {
-		conds := make([]interface{}, len(list))
-		for i, c := range list {
-			m, ok := c.(map[string]interface{})
-			if !ok {
-				return nil, false
-			}
-			if v, has := m["observedGeneration"]; has {
-				g, ok := move(v)
-				if !ok {
-					return nil, false
-				}
-				cp := make(map[string]interface{}, len(m))
-				for k, v := range m {
-					cp[k] = v
-				}
-				cp["observedGeneration"] = g
-				m = cp
-			}
-			conds[i] = m
-		}
-		out["conditions"] = conds
-	} else if _, has := status["conditions"]; has {
-		return nil, false
-	}
-	return out, true
-}
-
-// shiftObject moves a whole object's generations (metadata.generation
-// too) by delta.
-func shiftObject(full map[string]interface{}, delta int64) (map[string]interface{}, bool) {
-	out := make(map[string]interface{}, len(full))
-	for k, v := range full {
-		out[k] = v
-	}
-	md, _ := full["metadata"].(map[string]interface{})
-	g, ok := jsonobj.Int(md["generation"])
-	if !ok || (delta <= 0 && !inShiftRange(g)) {
-		return nil, false
-	}
-	m := make(map[string]interface{}, len(md))
-	for k, v := range md {
-		m[k] = v
-	}
-	m["generation"] = g + delta
-	out["metadata"] = m
-	if st, ok := full["status"].(map[string]interface{}); ok {
-		if out["status"], ok = shiftGenerations(st, delta); !ok {
-			return nil, false
-		}
-	}
-	return out, true
-}
-
-// ask runs f on the object old (nil: none) and the write arg, or returns
-// its remembered answer, as the Object the answer is. With shifts (the
-// resource's ShiftsGenerations) an answer is also remembered with its
-// generations moved to the old object's and reused for the same write at
-// other generations (explore meets one write at many); a refusal, whose
-// message may name a value, is remembered only for its own question.
-func (c *Config) ask(op string, old *Object, arg map[string]interface{}, shifts bool, f func() (map[string]interface{}, bool, *apiserver.Refusal)) (Object, bool, *apiserver.Refusal) {
-	answer := func() (map[string]interface{}, Object, bool, *apiserver.Refusal) {
-		out, deleted, rf := f()
-		if out == nil || deleted || rf != nil {
-			return out, Object{}, deleted, rf
-		}
-		return out, NewObject(out), false, nil
-	}
-	m := c.Memo
-	if m == nil {
-		_, obj, deleted, rf := answer()
-		return obj, deleted, rf
-	}
-	oldKey, good := m.key(old)
-	argText, goodArg := encodeValue(nil, arg)
-	if !good || !goodArg {
-		_, obj, deleted, rf := answer()
-		return obj, deleted, rf
-	}
-	key := digestOf([]byte(op), oldKey[:], argText)
-	if e, hit := m.answers[key]; hit {
-		return e.obj, e.deleted, e.rf
-	}
-	if len(m.answers) >= maxMemo || len(m.shifted) >= maxMemo {
-		// A very deep search: start over rather than grow without end.
-		clear(m.answers)
-		clear(m.keys)
-		clear(m.syncs)
-		clear(m.shifted)
-		clear(m.shiftedKeys)
-	}
-	skey, shifted := digest{}, false
-	if shifts {
-		skey, shifted = m.shiftedQuestion(op, old, arg)
-	}
-	if e, hit := m.shifted[skey]; shifted && hit {
-		obj := Object{}
-		if !e.deleted {
-			back, _ := shiftObject(e.full, old.Generation)
-			obj = NewObject(back)
-		}
-		m.answers[key] = memoEntry{obj: obj, deleted: e.deleted}
-		return obj, e.deleted, nil
-	}
-	out, obj, deleted, rf := answer()
-	m.answers[key] = memoEntry{obj: obj, deleted: deleted, rf: rf}
-	if shifted && rf == nil {
-		e := memoEntry{deleted: deleted}
-		ok := true
-		if !deleted {
-			e.full, ok = shiftObject(out, -old.Generation)
-		}
-		if ok {
-			m.shifted[skey] = e
-		}
-	}
-	return obj, deleted, rf
-}
-
-// shiftedQuestion is the key of the question with its generations moved
-// by the old object's (its own becoming 0), or false where the write
-// cannot be shifted: no old object, a write of metadata, a generation out
-// of range.
-func (m *Memo) shiftedQuestion(op string, old *Object, arg map[string]interface{}) (digest, bool) {
-	if old == nil || !old.Exists || touchesMetadata(arg) {
-		return digest{}, false
-	}
-	oldKey, good := m.shiftedKey(old)
-	if !good {
-		return digest{}, false
-	}
-	sa, good := shiftArg(op, arg, -old.Generation)
-	if !good {
-		return digest{}, false
-	}
-	argText, good := encodeValue(nil, sa)
-	if !good {
-		return digest{}, false
-	}
-	return digestOf([]byte("shifted "+op), oldKey[:], argText), true
-}
-
-// shiftArg moves the generations a write carries: a status write's
-// observedGenerations; a patch of spec carries none.
-func shiftArg(op string, arg map[string]interface{}, delta int64) (map[string]interface{}, bool) {
-	switch op {
-	case "status", "oc-status":
-		return shiftGenerations(arg, delta)
-	case "update", "oc-update":
-		if _, has := arg["status"]; has {
-			return nil, false
-		}
-		return arg, true
-	}
-	return nil, false
 }
 
 // syncStatus is OLM's status copy of an OperatorCondition
@@ -561,7 +196,7 @@ func createCR(cfg *Config, value map[string]interface{}) (writeResult, error) {
 	for k, v := range value {
 		obj[k] = v
 	}
-	n, _, rf := cfg.ask("create", nil, obj, false, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+	n, _, rf := cfg.ask("create", nil, obj, nil, func() (map[string]interface{}, bool, *apiserver.Refusal) {
 		out, rf := res.Create(obj, cfg.now)
 		return out, false, rf
 	})
@@ -584,8 +219,8 @@ func updateCR(cfg *Config, o Object, patch map[string]interface{}) (writeResult,
 	if err != nil {
 		return writeResult{}, err
 	}
-	full := cfg.crFull(o)
-	n, deleted, rf := cfg.ask("update", &o, patch, res.ShiftsGenerations(), func() (map[string]interface{}, bool, *apiserver.Refusal) {
+	n, deleted, rf := cfg.ask("update", &o, patch, res, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+		full := cfg.crFull(o)
 		return res.Update(full, jsonobj.MergePatch(full, patch))
 	})
 	switch {
@@ -606,9 +241,8 @@ func statusCR(cfg *Config, o Object, status map[string]interface{}) (writeResult
 	if err != nil {
 		return writeResult{}, err
 	}
-	full := cfg.crFull(o)
-	n, _, rf := cfg.ask("status", &o, status, res.ShiftsGenerations(), func() (map[string]interface{}, bool, *apiserver.Refusal) {
-		out, rf := res.UpdateStatus(full, status)
+	n, _, rf := cfg.ask("status", &o, status, res, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+		out, rf := res.UpdateStatus(cfg.crFull(o), status)
 		return out, false, rf
 	})
 	if rf != nil {
@@ -670,7 +304,7 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 	switch st.Verb {
 	case v1alpha1.VerbUpdate:
 		asked = true
-		n, deleted, rf = cfg.ask("oc-update", &oc, st.Value, res.ShiftsGenerations(), func() (map[string]interface{}, bool, *apiserver.Refusal) {
+		n, deleted, rf = cfg.ask("oc-update", &oc, st.Value, res, func() (map[string]interface{}, bool, *apiserver.Refusal) {
 			return res.Update(full, jsonobj.MergePatch(full, st.Value))
 		})
 	case v1alpha1.VerbUpdateStatus:
@@ -686,7 +320,7 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 			}
 		}
 		asked = true
-		n, _, rf = cfg.ask("oc-status", &oc, status, res.ShiftsGenerations(), func() (map[string]interface{}, bool, *apiserver.Refusal) {
+		n, _, rf = cfg.ask("oc-status", &oc, status, res, func() (map[string]interface{}, bool, *apiserver.Refusal) {
 			out, rf := res.UpdateStatus(full, status)
 			return out, false, rf
 		})
