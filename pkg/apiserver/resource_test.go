@@ -264,6 +264,10 @@ func TestShiftsGenerations(t *testing.T) {
 		{name: "format int32 tells 1 from 2^31", old: og, new: strings.Replace(og, "int64", "int32", 1), want: false},
 		{name: "a CEL rule on the conditions", old: "                x-kubernetes-list-type: map\n",
 			new: "                x-kubernetes-list-type: map\n                x-kubernetes-validations:\n                - rule: self.all(c, c.status in ['True', 'False', 'Unknown'])\n", want: false},
+		{name: "a CEL rule on spec reads no generation", old: "          spec:\n            type: object\n",
+			new: "          spec:\n            type: object\n            x-kubernetes-validations:\n            - rule: self.storageLayer != ''\n", want: true},
+		{name: "a CEL rule on the root reads them all", old: "        type: object\n        properties:\n          apiVersion:",
+			new: "        type: object\n        x-kubernetes-validations:\n        - rule: self.spec.storageLayer != ''\n        properties:\n          apiVersion:", want: false},
 	}
 	base, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml"))
 	require.NoError(t, err)
@@ -369,13 +373,23 @@ properties:
       template: {type: object, x-kubernetes-embedded-resource: true, properties: {a: {type: string}}}
       either: {type: string, oneOf: [{pattern: a}, {pattern: b}]}
 `, want: []string{".spec.emptyDefault.a", ".spec.kept"}},
-		{name: "a CEL rule anywhere leaves out the version", schema: `type: object
+		{name: "a CEL rule leaves out its own subtree", schema: `type: object
 properties:
   spec:
     type: object
     properties:
       a: {type: string}
       b: {type: string, x-kubernetes-validations: [{rule: "self != 'x'"}]}
+      c:
+        type: object
+        x-kubernetes-validations: [{rule: "self.d != 'x'"}]
+        properties: {d: {type: string}}
+  status: {type: object, properties: {at: {type: string, format: date-time}}}
+`, want: []string{".spec.a", ".status.at (checked)"}},
+		{name: "a CEL rule on the root leaves out the version", schema: `type: object
+x-kubernetes-validations: [{rule: "self.spec.a != 'x'"}]
+properties:
+  spec: {type: object, properties: {a: {type: string}}}
 `},
 		{name: "a scale subresource leaves out the version", scale: true, schema: `type: object
 properties:

@@ -10,8 +10,9 @@ import (
 // of a write's old object and of the write by the same amount (all of them
 // staying between 1 and 2^62) gives the same answer, moved by that amount.
 // It holds when nothing in the schema can tell such values apart: no CEL
-// rule anywhere (a rule may compare them), no allOf/anyOf/oneOf/not on the
-// way to them, and no bound on them but a minimum of at most 1 (format int32 is a bound); the
+// rule over them (on the root, status, its observedGeneration,
+// conditions, their items or their observedGeneration: a rule reads its
+// own subtree), no allOf/anyOf/oneOf/not on the way to them, and no bound on them but a minimum of at most 1 (format int32 is a bound); the
 // apiserver's other rules on them (ObjectMeta's generation >= 0, the list's
 // map keys, pruning, defaulting, ratcheting by equality) do not depend on
 // where the values sit. Without a schema nothing is validated.
@@ -21,29 +22,36 @@ func shiftInvariant(s *apiextv1.JSONSchemaProps) bool {
 	if s == nil {
 		return true
 	}
-	if hasRules(s) || combined(s) {
+	if ruled(s) {
 		return false
 	}
 	status, ok := s.Properties["status"]
 	if !ok {
 		return true
 	}
-	if combined(&status) || !plainGeneration(status.Properties["observedGeneration"]) {
+	if ruled(&status) || !plainGeneration(status.Properties["observedGeneration"]) {
 		return false
 	}
 	conds, ok := status.Properties["conditions"]
 	if !ok {
 		return true
 	}
-	if combined(&conds) || conds.Items == nil {
-		return !combined(&conds)
+	if ruled(&conds) || conds.Items == nil {
+		return !ruled(&conds)
 	}
 	if conds.Items.Schema == nil {
 		return len(conds.Items.JSONSchemas) == 0
 	}
 	item := conds.Items.Schema
-	return !combined(item) && plainGeneration(item.Properties["observedGeneration"])
+	return !ruled(item) && plainGeneration(item.Properties["observedGeneration"])
 }
+
+// ruled: a node on the way to a generation that a combinator or a CEL
+// rule looks at. A rule's self is its node's value, oldSelf the same
+// place's old value (apiextensions-apiserver pkg/apiserver/schema/cel
+// Validator.validate evaluates a node's rules on that node's value), so a
+// rule reads only its own subtree.
+func ruled(s *apiextv1.JSONSchemaProps) bool { return combined(s) || len(s.XValidations) > 0 }
 
 func combined(s *apiextv1.JSONSchemaProps) bool {
 	return len(s.AllOf) > 0 || len(s.AnyOf) > 0 || len(s.OneOf) > 0 || s.Not != nil
@@ -57,40 +65,4 @@ func plainGeneration(s apiextv1.JSONSchemaProps) bool {
 		return false
 	}
 	return s.Minimum == nil || *s.Minimum < 1 || (*s.Minimum == 1 && !s.ExclusiveMinimum)
-}
-
-// hasRules finds an x-kubernetes-validations rule anywhere in s.
-func hasRules(s *apiextv1.JSONSchemaProps) bool {
-	if s == nil {
-		return false
-	}
-	if len(s.XValidations) > 0 {
-		return true
-	}
-	for _, p := range s.Properties {
-		if hasRules(&p) {
-			return true
-		}
-	}
-	if s.Items != nil {
-		if hasRules(s.Items.Schema) {
-			return true
-		}
-		for i := range s.Items.JSONSchemas {
-			if hasRules(&s.Items.JSONSchemas[i]) {
-				return true
-			}
-		}
-	}
-	if s.AdditionalProperties != nil && hasRules(s.AdditionalProperties.Schema) {
-		return true
-	}
-	for _, list := range [][]apiextv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
-		for i := range list {
-			if hasRules(&list[i]) {
-				return true
-			}
-		}
-	}
-	return hasRules(s.Not)
 }

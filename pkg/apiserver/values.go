@@ -39,13 +39,18 @@ import (
 //     place under a default is left out.
 //
 // Left out, so that nothing else can look at a value: the whole version
-// when it has a CEL rule anywhere (a rule may read any value), a scale
-// subresource (ValidateScaleSpec/Status read values at its paths), no
-// structural schema, or spec.preserveUnknownFields; metadata, apiVersion
-// and kind (ObjectMeta and type validation read them); everything under
-// allOf/anyOf/oneOf/not, x-kubernetes-embedded-resource,
+// when it has a scale subresource (ValidateScaleSpec/Status read values at
+// its paths), no structural schema, or spec.preserveUnknownFields;
+// metadata, apiVersion and kind (ObjectMeta and type validation read
+// them); everything under a CEL rule (a rule reads its node's subtree,
+// self and oldSelf, and may compare, measure or parse any value there:
+// pkg/apiserver/schema/cel Validator evaluates a node's rules on that
+// node's value), allOf/anyOf/oneOf/not, x-kubernetes-embedded-resource,
 // x-kubernetes-int-or-string or a non-empty default; places with no
-// schema (kept unknown fields); values that are not strings.
+// schema (kept unknown fields); values that are not strings. Outside the
+// rules' subtrees a value still decides whether CEL runs at all
+// (customresourceStrategy skips it after a blocking error), but only by
+// its validity, which the memo's question keeps.
 type Values struct {
 	props      map[string]*Values
 	items      *Values
@@ -111,7 +116,7 @@ func (v *Values) Checked() bool { return v.check != nil || v.format != "" }
 func (v *Values) FormatOnly() bool { return v.format != "" }
 
 func buildValues(s *apiextv1.JSONSchemaProps, scale bool) (*Values, error) {
-	if s == nil || scale || hasRules(s) {
+	if s == nil || scale {
 		return nil, nil
 	}
 	root, err := valuesOf(s)
@@ -131,7 +136,7 @@ func buildValues(s *apiextv1.JSONSchemaProps, scale bool) (*Values, error) {
 // valuesOf is the node of schema s, nil where nothing under it is such a
 // place.
 func valuesOf(s *apiextv1.JSONSchemaProps) (*Values, error) {
-	if combined(s) || s.XEmbeddedResource || s.XIntOrString || !emptyDefault(s.Default) {
+	if ruled(s) || s.XEmbeddedResource || s.XIntOrString || !emptyDefault(s.Default) {
 		return nil, nil
 	}
 	switch s.Type {

@@ -44,6 +44,8 @@ type Memo struct {
 	keepHits bool
 	// maxAnswers bounds each answer map, maxKeys the encodings kept.
 	maxAnswers, maxKeys int
+	// buf is where questions are written (frame).
+	buf framed
 	// hits counts the answers reused for abstract questions.
 	hits int
 }
@@ -98,6 +100,41 @@ type answerKey struct {
 // digest is a fixed-size key: the SHA-256 of a question's encoding, so
 // that what the memo keeps per answer does not grow with the object.
 type digest [sha256.Size]byte
+
+// framed is the text digestOf hashes, written in one buffer: each part
+// after its length (8 bytes, little-endian). A Memo writes its questions
+// so, in a buffer it keeps, and hashes them with sha256.Sum256 (the same
+// digest as digestOf of the parts, without a hasher or a buffer a part).
+type framed struct {
+	b     []byte
+	start int
+}
+
+// part starts a part: what is appended to f.b until the next part or sum
+// is in it.
+func (f *framed) part() {
+	f.end()
+	f.b = append(f.b, 0, 0, 0, 0, 0, 0, 0, 0)
+	f.start = len(f.b)
+}
+
+func (f *framed) end() {
+	if f.start > 0 {
+		binary.LittleEndian.PutUint64(f.b[f.start-8:f.start], uint64(len(f.b)-f.start))
+		f.start = 0
+	}
+}
+
+func (f *framed) sum() digest {
+	f.end()
+	return sha256.Sum256(f.b)
+}
+
+// frame starts a question in the memo's buffer.
+func (m *Memo) frame() *framed {
+	m.buf.b, m.buf.start = m.buf.b[:0], 0
+	return &m.buf
+}
 
 func digestOf(parts ...[]byte) digest {
 	h := sha256.New()
@@ -470,13 +507,18 @@ func (m *Memo) key(o *Object) (digest, bool) {
 	if k, ok := m.keys[id]; ok {
 		return k, true
 	}
-	meta, ok1 := encodeValue(nil, o.Meta)
-	body, ok2 := encodeValue(nil, o.Body)
-	status, ok3 := encodeValue(nil, o.Status)
-	if !ok1 || !ok2 || !ok3 {
-		return digest{}, false
+	f := m.frame()
+	f.part()
+	f.b = strconv.AppendInt(f.b, o.Generation, 10)
+	for _, part := range []map[string]interface{}{o.Meta, o.Body, o.Status} {
+		f.part()
+		var ok bool
+		if f.b, ok = encodeValue(f.b, part); !ok {
+			f.b = nil
+			return digest{}, false
+		}
 	}
-	k := digestOf([]byte(strconv.FormatInt(o.Generation, 10)), meta, body, status)
+	k := f.sum()
 	m.keys[id] = k
 	return k, true
 }
@@ -492,12 +534,23 @@ func (m *Memo) abstractKey(o *Object, tree *apiserver.Values) abstractKey {
 	var k abstractKey
 	if inShiftRange(o.Generation) {
 		n := &numbering{base: noValues}
-		meta, ok1 := encodeValue(nil, o.Meta)
-		body, ok2 := m.encodeAbstract(nil, o.Body, tree, n)
-		status, ok3 := m.encodeStatus(nil, o.Status, -o.Generation, tree.Child("status"), n)
-		if ok1 && ok2 && ok3 {
+		f := m.frame()
+		f.part()
+		b, ok := encodeValue(f.b, o.Meta)
+		if ok {
+			f.b = b
+			f.part()
+			b, ok = m.encodeAbstract(f.b, o.Body, tree, n)
+		}
+		if ok {
+			f.b = b
+			f.part()
+			b, ok = m.encodeStatus(f.b, o.Status, -o.Generation, tree.Child("status"), n)
+		}
+		if ok {
+			f.b = b
 			own := n.own
-			k = abstractKey{digestOf(meta, body, status), true, &own}
+			k = abstractKey{f.sum(), true, &own}
 		}
 	}
 	m.abstractKeys[id] = k
@@ -618,22 +671,40 @@ func (c *Config) ask(op string, old *Object, arg map[string]interface{}, res *ap
 	var q question
 	asked := false
 	// A replay asks the abstract question first: its exact one has never
-	// been asked before.
-	if abstract && !m.keepHits {
-		if q, abstract = m.abstractQuestion(op, old, arg, tree); abstract {
-			asked = true
-			if obj, deleted, hit := m.reuse(q, old, tree); hit {
-				return obj, deleted, nil
-			}
+	// been asked before, unless it was refused (a refusal is remembered
+	// only exactly). Without an abstract question there is nothing to ask.
+	if !m.keepHits {
+		if abstract {
+			q, abstract = m.abstractQuestion(op, old, arg, tree)
+		}
+		if !abstract {
+			_, obj, deleted, rf := answer()
+			return obj, deleted, rf
+		}
+		asked = true
+		if obj, deleted, hit := m.reuse(q, old, tree); hit {
+			return obj, deleted, nil
 		}
 	}
 	oldKey, good := m.key(old)
-	argText, goodArg := encodeValue(nil, arg)
-	if !good || !goodArg {
+	var key digest
+	if good {
+		f := m.frame()
+		f.part()
+		f.b = append(f.b, op...)
+		f.part()
+		f.b = append(f.b, oldKey[:]...)
+		f.part()
+		var b []byte
+		if b, good = encodeValue(f.b, arg); good {
+			f.b = b
+			key = f.sum()
+		}
+	}
+	if !good {
 		_, obj, deleted, rf := answer()
 		return obj, deleted, rf
 	}
-	key := digestOf([]byte(op), oldKey[:], argText)
 	if e, hit := m.answers[key]; hit {
 		return e.obj, e.deleted, e.rf
 	}
@@ -646,7 +717,7 @@ func (c *Config) ask(op string, old *Object, arg map[string]interface{}, res *ap
 		}
 	}
 	_, obj, deleted, rf := answer()
-	if m.keepHits || rf != nil || !abstract {
+	if m.keepHits || rf != nil {
 		m.answers[key] = memoEntry{obj: obj, deleted: deleted, rf: rf}
 	}
 	if abstract && rf == nil {
@@ -734,20 +805,27 @@ func (m *Memo) abstractQuestion(op string, old *Object, arg map[string]interface
 	// The generations a write carries: a status write's
 	// observedGenerations; a patch of spec carries none.
 	n := &numbering{base: k.values}
-	var argText []byte
+	f := m.frame()
+	f.part()
+	f.b = append(append(f.b, "abstract "...), op...)
+	f.part()
+	f.b = append(f.b, k.d[:]...)
+	f.part()
+	var b []byte
 	good := false
 	switch op {
 	case "status", "oc-status":
-		argText, good = m.encodeStatus(nil, arg, -old.Generation, tree.Child("status"), n)
+		b, good = m.encodeStatus(f.b, arg, -old.Generation, tree.Child("status"), n)
 	case "update", "oc-update":
 		if _, has := arg["status"]; !has {
-			argText, good = m.encodeAbstract(nil, arg, tree, n)
+			b, good = m.encodeAbstract(f.b, arg, tree, n)
 		}
 	}
 	if !good {
 		return question{}, false
 	}
-	return question{digestOf([]byte("abstract "+op), k.d[:], argText), n}, true
+	f.b = b
+	return question{f.sum(), n}, true
 }
 
 // encodeStatus is encodeAbstract(shiftGenerations(st, delta)) without

@@ -21,6 +21,9 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
+// celCRD has CEL rules on spec (see its header).
+const celCRD = "testdata/traces/crds/cooloperators-cel.yaml"
+
 // replayed is a whole replay: every row and the summary.
 type replayed struct {
 	rows []Row
@@ -125,7 +128,7 @@ func TestReplayMemoChangesNothing(t *testing.T) {
 		if e.IsDir() {
 			continue
 		}
-		for _, crd := range []string{"", goodCRD, defaultsCRD} {
+		for _, crd := range []string{"", goodCRD, defaultsCRD, celCRD} {
 			t.Run(e.Name()+"/"+crd, func(t *testing.T) {
 				p := filepath.Join(dir, e.Name())
 				if crd == "" && strings.HasSuffix(p, ".jsonl") {
@@ -253,7 +256,7 @@ func TestReplayMemoChangesNothingOnRandomTraces(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		p := filepath.Join(t.TempDir(), "trace.yaml")
 		randomTrace(t, p, rand.New(rand.NewSource(seed)), 400, seed%2 == 0)
-		for _, crd := range []string{goodCRD, defaultsCRD, ""} {
+		for _, crd := range []string{goodCRD, defaultsCRD, celCRD, ""} {
 			hits += assertSameReplay(t, p, crd)
 		}
 	}
@@ -270,6 +273,7 @@ func FuzzReplayMemo(f *testing.F) {
 		p := filepath.Join(t.TempDir(), "trace.yaml")
 		randomTrace(t, p, rand.New(rand.NewSource(seed)), int(n)+1, tame)
 		assertSameReplay(t, p, goodCRD)
+		assertSameReplay(t, p, celCRD)
 	})
 }
 
@@ -307,4 +311,34 @@ steps:
 			}
 		})
 	}
+}
+
+// TestMemoLeavesRuledValuesAlone: on the CEL CRD a rule reads
+// spec.upgradeRequest, so a write of "b" (which the rule refuses) is not
+// the question of the writes of other values before it, though the schema
+// alone could not tell them apart.
+func TestMemoLeavesRuledValuesAlone(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`apiVersion: statuscheck.operatorframework.io/v1alpha1
+kind: StatusTrace
+metadata: {name: ruled}
+initial:
+  apiVersion: cool.operators.corp/v1beta1
+  kind: CoolOperator
+  metadata: {name: cool-operator, generation: 1}
+  spec: {storageLayer: PostgreSQL, upgradeRequest: r0}
+steps:
+`)
+	for i := 1; i <= 5; i++ {
+		fmt.Fprintf(&b, "- {actor: user, update: {spec: {upgradeRequest: r%d}}}\n", i)
+	}
+	b.WriteString("- {actor: user, update: {spec: {upgradeRequest: b}}}\n")
+	p := filepath.Join(t.TempDir(), "trace.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+	assertSameReplay(t, p, celCRD)
+	got := replayWith(t, p, celCRD, NewReplayMemo())
+	assert.Equal(t, 1, got.sum.Counts[RuleWriteRejected], "the rule refuses b")
+	// Without the rule the same writes are one question at other
+	// generations: the memo answers them.
+	assert.Positive(t, assertSameReplay(t, p, goodCRD))
 }
