@@ -26,16 +26,7 @@ import (
 // storage layer outside the enum).
 func memoTrace(rounds int) string {
 	var b strings.Builder
-	b.WriteString(`apiVersion: statuscheck.operatorframework.io/v1alpha1
-kind: StatusTrace
-metadata: {name: memo-rounds}
-initial:
-  apiVersion: cool.operators.corp/v1beta1
-  kind: CoolOperator
-  metadata: {name: cool-operator}
-  spec: {storageLayer: PostgreSQL}
-steps:
-`)
+	b.WriteString(testutil.CoolTrace("memo-rounds", "{storageLayer: PostgreSQL}", ""))
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(i int) string { return start.Add(time.Duration(i) * time.Second).Format(time.RFC3339) }
 	layer, gen := "PostgreSQL", 1

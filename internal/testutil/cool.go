@@ -30,3 +30,16 @@ func AuditEvent(verb, subresource string, user string, obj map[string]interface{
 	data, _ := json.Marshal(ev)
 	return string(data) + "\n"
 }
+
+// CoolTrace is the head of a native trace about the CoolOperator
+// cool-operator, through "steps:": its initial object at generation 1
+// with spec and, unless status is "", status (each in flow YAML).
+func CoolTrace(name, spec, status string) string {
+	s := "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\nmetadata: {name: " + name + "}\n" +
+		"initial:\n  apiVersion: cool.operators.corp/v1beta1\n  kind: CoolOperator\n" +
+		"  metadata: {name: cool-operator, generation: 1}\n  spec: " + spec + "\n"
+	if status != "" {
+		s += "  status: " + status + "\n"
+	}
+	return s + "steps:\n"
+}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apiextinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -62,8 +63,11 @@ type Resource struct {
 	Schema *apiextv1.JSONSchemaProps
 
 	structural *structuralschema.Structural
-	shifts     bool    // ShiftsGenerations
-	values     *Values // Values
+	shifts     bool // ShiftsGenerations
+	scale      bool // a scale subresource
+	// values is Values, built on first use (validate never asks).
+	valuesOnce sync.Once
+	values     *Values
 	main       mainStrategy
 	status     rest.RESTUpdateStrategy
 }
@@ -150,11 +154,7 @@ func NewResource(crd *apiextv1.CustomResourceDefinition, version string) (*Resou
 	r.main = sortedMain{strategy}
 	r.status = sortedUpdate{customresource.NewStatusStrategy(strategy)}
 	r.shifts = shiftInvariant(r.Schema)
-	if r.structural != nil && !r.PreserveUnknownFields {
-		if r.values, err = buildValues(r.Schema, scaleSpec != nil); err != nil {
-			return nil, fmt.Errorf("building the value validators of %s: %w", r.GVK, err)
-		}
-	}
+	r.scale = scaleSpec != nil
 	return r, nil
 }
 

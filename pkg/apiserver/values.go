@@ -64,8 +64,22 @@ type Values struct {
 }
 
 // Values is the version's places of such string values; nil when there
-// are none or the version is left out as a whole.
-func (r *Resource) Values() *Values { return r.values }
+// are none or the version is left out as a whole. It is built on the
+// first call (a validator for each checked leaf), which validate never
+// makes.
+func (r *Resource) Values() *Values {
+	r.valuesOnce.Do(func() {
+		if r.structural != nil && !r.PreserveUnknownFields {
+			// NewResource converted the whole schema and built its
+			// validators, so no leaf's can fail; if one did, the version
+			// would only be left out (the memo would be slower, not wrong).
+			if v, err := buildValues(r.Schema, r.scale); err == nil {
+				r.values = v
+			}
+		}
+	})
+	return r.values
+}
 
 // Child is the node of an object's property key (nil: not such a place).
 func (v *Values) Child(key string) *Values {

@@ -33,17 +33,8 @@ func writeTrace(tb testing.TB, path string, n int) {
 	w := bufio.NewWriterSize(f, 1<<20)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(i int) string { return start.Add(time.Duration(i) * time.Second).Format(time.RFC3339) }
-	fmt.Fprintf(w, `apiVersion: statuscheck.operatorframework.io/v1alpha1
-kind: StatusTrace
-metadata: {name: generated}
-initial:
-  apiVersion: cool.operators.corp/v1beta1
-  kind: CoolOperator
-  metadata: {name: cool-operator, generation: 1}
-  spec: {storageLayer: PostgreSQL}
-  status: {observedGeneration: 1, conditions: [{type: Upgradeable, status: "True", reason: OperatorIdle, message: PostgreSQL is ready, lastTransitionTime: "%s", observedGeneration: 1}]}
-steps:
-`, at(0))
+	fmt.Fprint(w, testutil.CoolTrace("generated", "{storageLayer: PostgreSQL}",
+		fmt.Sprintf(`{observedGeneration: 1, conditions: [{type: Upgradeable, status: "True", reason: OperatorIdle, message: PostgreSQL is ready, lastTransitionTime: "%s", observedGeneration: 1}]}`, at(0))))
 	gen := 1
 	layer := "PostgreSQL"
 	for i := 0; i < n; i++ {
@@ -122,6 +113,19 @@ func replayAll(tb testing.TB, path string, emit func(Row) error) *Summary {
 
 const benchSteps = 1_000_000
 
+// sampleHeap is a replay's emit that keeps the largest heap in use seen
+// every 100,000 steps in most.
+func sampleHeap(most *uint64) func(Row) error {
+	return func(r Row) error {
+		if r.Outcome.Step%100_000 == 0 {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			*most = max(*most, ms.HeapInuse)
+		}
+		return nil
+	}
+}
+
 // BenchmarkDecode1M only reads the generated trace: the floor replay is
 // measured against.
 func BenchmarkDecode1M(b *testing.B) {
@@ -156,14 +160,7 @@ func BenchmarkReplayVsDecode(b *testing.B) {
 		decodeAll(b, path)
 		dec += time.Since(start)
 		start = time.Now()
-		var ms runtime.MemStats
-		replayAll(b, path, func(r Row) error {
-			if r.Outcome.Step%100_000 == 0 {
-				runtime.ReadMemStats(&ms)
-				maxHeap = max(maxHeap, ms.HeapInuse)
-			}
-			return nil
-		})
+		replayAll(b, path, sampleHeap(&maxHeap))
 		rep += time.Since(start)
 	}
 	b.ReportMetric(float64(rep)/float64(dec), "replay/decode")
@@ -227,14 +224,7 @@ func replayCRD(b *testing.B, sctx *source.Context) {
 			b.Fatal(err)
 		}
 		start = time.Now()
-		var ms runtime.MemStats
-		sum, err := Replay(t, ContextConfig(sctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM), func(r Row) error {
-			if r.Outcome.Step%100_000 == 0 {
-				runtime.ReadMemStats(&ms)
-				maxHeap = max(maxHeap, ms.HeapInuse)
-			}
-			return nil
-		})
+		sum, err := Replay(t, ContextConfig(sctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM), sampleHeap(&maxHeap))
 		with += time.Since(start)
 		t.Close()
 		if err != nil || sum.Steps != benchSteps {

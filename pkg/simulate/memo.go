@@ -421,15 +421,19 @@ func substitute(v interface{}, node *apiserver.Values, values map[leafValue]int,
 	return v, false
 }
 
-// moveStatus is shiftGenerations(st, delta) with substitute's strings, in
-// one copy: a remembered answer's status for the new question.
+// moveStatus is shiftGenerations(st, delta) with substitute's strings at
+// node's places, in one copy: a remembered answer's status for the new
+// question (node nil: the generations alone).
 func moveStatus(st map[string]interface{}, delta int64, node *apiserver.Values, values map[leafValue]int, n *numbering) (map[string]interface{}, bool) {
 	if st == nil {
 		return nil, true
 	}
 	move := func(v interface{}) (interface{}, bool) {
 		g, ok := generationValue(v)
-		return g + delta, ok
+		if !ok || (delta <= 0 && !inShiftRange(g)) {
+			return nil, false
+		}
+		return g + delta, true
 	}
 	out := make(map[string]interface{}, len(st))
 	for k, v := range st {
@@ -573,57 +577,11 @@ func generationValue(v interface{}) (int64, bool) {
 }
 
 // shiftGenerations moves status.observedGeneration and every
-// status.conditions[].observedGeneration by delta, in a copy of what it
-// changes. Moving back (delta > 0) takes any value; moving an original
-// (delta <= 0) needs each between 1 and 2^62, else false.
+// status.conditions[].observedGeneration by delta, in a copy. Moving back
+// (delta > 0) takes any value; moving an original (delta <= 0) needs each
+// between 1 and 2^62, else false.
 func shiftGenerations(status map[string]interface{}, delta int64) (map[string]interface{}, bool) {
-	if status == nil {
-		return nil, true
-	}
-	move := func(v interface{}) (interface{}, bool) {
-		g, ok := generationValue(v)
-		if !ok || (delta <= 0 && !inShiftRange(g)) {
-			return nil, false
-		}
-		return g + delta, true
-	}
-	out := make(map[string]interface{}, len(status))
-	for k, v := range status {
-		out[k] = v
-	}
-	if v, ok := status["observedGeneration"]; ok {
-		g, ok := move(v)
-		if !ok {
-			return nil, false
-		}
-		out["observedGeneration"] = g
-	}
-	if list, ok := status["conditions"].([]interface{}); ok {
-		conds := make([]interface{}, len(list))
-		for i, c := range list {
-			m, ok := c.(map[string]interface{})
-			if !ok {
-				return nil, false
-			}
-			if v, has := m["observedGeneration"]; has {
-				g, ok := move(v)
-				if !ok {
-					return nil, false
-				}
-				cp := make(map[string]interface{}, len(m))
-				for k, v := range m {
-					cp[k] = v
-				}
-				cp["observedGeneration"] = g
-				m = cp
-			}
-			conds[i] = m
-		}
-		out["conditions"] = conds
-	} else if _, has := status["conditions"]; has {
-		return nil, false
-	}
-	return out, true
+	return moveStatus(status, delta, nil, nil, nil)
 }
 
 // question is an abstract question: its key and its strings' numbers.

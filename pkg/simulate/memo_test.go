@@ -162,16 +162,7 @@ func randomTrace(t testing.TB, path string, r *rand.Rand, n int, tame bool) {
 	f, err := os.Create(path)
 	require.NoError(t, err)
 	w := bufio.NewWriter(f)
-	fmt.Fprint(w, `apiVersion: statuscheck.operatorframework.io/v1alpha1
-kind: StatusTrace
-metadata: {name: random}
-initial:
-  apiVersion: cool.operators.corp/v1beta1
-  kind: CoolOperator
-  metadata: {name: cool-operator, generation: 1}
-  spec: {storageLayer: PostgreSQL}
-steps:
-`)
+	fmt.Fprint(w, testutil.CoolTrace("random", "{storageLayer: PostgreSQL}", ""))
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := 0
 	pick := func(vs ...interface{}) interface{} { return vs[r.Intn(len(vs))] }
@@ -285,16 +276,7 @@ func TestMemoTellsGenerationTypesApart(t *testing.T) {
 	for _, og := range []string{`"4"`, `4.0`, `4`} {
 		t.Run(og, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "trace.yaml")
-			require.NoError(t, os.WriteFile(p, []byte(`apiVersion: statuscheck.operatorframework.io/v1alpha1
-kind: StatusTrace
-metadata: {name: types}
-initial:
-  apiVersion: cool.operators.corp/v1beta1
-  kind: CoolOperator
-  metadata: {name: cool-operator, generation: 1}
-  spec: {storageLayer: PostgreSQL}
-steps:
-- {actor: user, update: {spec: {storageLayer: MariaDB}}}
+			require.NoError(t, os.WriteFile(p, []byte(testutil.CoolTrace("types", "{storageLayer: PostgreSQL}", "")+`- {actor: user, update: {spec: {storageLayer: MariaDB}}}
 - {actor: operator, updateStatus: {observedGeneration: 2, conditions: [{type: Upgradeable, status: "True", reason: R, message: m, lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 2}]}}
 - {actor: user, update: {spec: {storageLayer: PostgreSQL}}}
 - {actor: operator, updateStatus: {observedGeneration: 3, conditions: [{type: Upgradeable, status: "True", reason: R, message: m, lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 3}]}}
@@ -319,16 +301,7 @@ steps:
 // alone could not tell them apart.
 func TestMemoLeavesRuledValuesAlone(t *testing.T) {
 	var b strings.Builder
-	b.WriteString(`apiVersion: statuscheck.operatorframework.io/v1alpha1
-kind: StatusTrace
-metadata: {name: ruled}
-initial:
-  apiVersion: cool.operators.corp/v1beta1
-  kind: CoolOperator
-  metadata: {name: cool-operator, generation: 1}
-  spec: {storageLayer: PostgreSQL, upgradeRequest: r0}
-steps:
-`)
+	b.WriteString(testutil.CoolTrace("ruled", "{storageLayer: PostgreSQL, upgradeRequest: r0}", ""))
 	for i := 1; i <= 5; i++ {
 		fmt.Fprintf(&b, "- {actor: user, update: {spec: {upgradeRequest: r%d}}}\n", i)
 	}
