@@ -6,7 +6,7 @@ BIN      ?= bin/statuscheck
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build cross test olm race lint vet fmt-check docs demo bench fuzz ci clean
+.PHONY: all build cross test olm race lint vet fmt-check docs demo bench fuzz ci clean image
 
 all: build test
 
@@ -25,13 +25,16 @@ test: lint
 	$(GO) test $(PKGS)
 
 ## olm: the real-OLM tier (test/olm, a module of its own): OLM v0.46.0's olm-operator and
-## OperatorCondition controllers on a real kube-apiserver, with statuscheck record recording.
-olm:
-	cd test/olm && $(GO) vet ./... && $(GO) test -count=1 ./...
+## OperatorCondition controllers on a real kube-apiserver, with statuscheck record recording,
+## and the bridge sidecar run as a container of the image (make image; podman: .ci/podman)
+## as OLM deploys it; with the podman tests of internal/testutil/kubelet.
+olm: image
+	STATUSCHECK_IMAGE=$(IMAGE) $(GO) test -tags podman -count=1 ./internal/testutil/kubelet
+	cd test/olm && $(GO) vet ./... && STATUSCHECK_IMAGE=$(IMAGE) $(GO) test -count=1 ./...
 
-## race: every test under the race detector.
+## race: every test under the race detector, with -short (testutil.Long: the long model-checking searches, sequential code, are make test's).
 race:
-	$(GO) test -race $(PKGS)
+	$(GO) test -race -short $(PKGS)
 
 ## ci: what .ci/run runs: the tests, the race detector, each fuzz target for 10s.
 ci: test cross race
@@ -45,6 +48,7 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags podman ./internal/testutil/kubelet
 
 ## docs: regenerate docs/rules.md from the rule registry.
 docs:
@@ -76,6 +80,29 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/bridge FuzzDecide $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./internal/jsonobj FuzzEqual $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/simulate FuzzReplayMemo $(FUZZTIME)
+
+## image: the statuscheck image (build/Containerfile), built offline into podman's local
+## store as a manifest list for IMAGE_PLATFORMS from the binaries this checkout builds:
+## static, FROM scratch, nothing pulled. IMAGE=localhost/statuscheck:test make image
+IMAGE           ?= localhost/statuscheck:dev
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+PODMAN          ?= podman
+IMAGE_VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+image:
+	rm -rf bin/image && mkdir -p bin/image
+	cp build/Containerfile bin/image/Containerfile
+	for p in $(IMAGE_PLATFORMS); do \
+	  arch=$${p#linux/}; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath \
+	    -ldflags "-s -w -X github.com/statuscheck/statuscheck/internal/cli.buildVersion=$(IMAGE_VERSION)" \
+	    -o bin/image/linux-$$arch/statuscheck ./cmd/statuscheck || exit 1; \
+	done
+	-$(PODMAN) manifest rm $(IMAGE) >/dev/null 2>&1
+	-$(PODMAN) rmi -f $(IMAGE) >/dev/null 2>&1
+	$(PODMAN) build --manifest $(IMAGE) --platform $$(echo $(IMAGE_PLATFORMS) | tr ' ' ',') \
+	  --build-arg VERSION=$(IMAGE_VERSION) --build-arg REVISION=$(IMAGE_REVISION) \
+	  -f bin/image/Containerfile bin/image
 
 clean:
 	rm -rf bin

@@ -192,6 +192,11 @@ type CheckOptions struct {
 type RequestOptions struct {
 	// Token is the token OLM writes; empty means the next one.
 	Token Token `json:"token,omitempty"`
+	// Patch is the bridge's request as it writes it: a JSON merge patch
+	// of the CR (the token at the handshake's place and the bridge's
+	// record of the request, or their withdrawal). The request is then
+	// what the CR holds after the write; Token is not given with it.
+	Patch Object `json:"patch,omitempty"`
 }
 
 // UpgradeOptions are an upgrade's (none yet).

@@ -10,23 +10,28 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/source"
+)
+
+// bridgeQPS and bridgeBurst are the bridge's client-side request limit.
+const (
+	bridgeQPS   = 50
+	bridgeBurst = 100
 )
 
 // serviceAccountNamespace is where a pod finds its namespace.
@@ -37,6 +42,7 @@ type bridgeFlags struct {
 	sourceFlags
 	namespace, conditionName string
 	metricsAddr, probeAddr   string
+	metricsSecure            bool
 	resync                   time.Duration
 	verbosity                int
 }
@@ -49,18 +55,25 @@ func (a *app) bridgeCommand() *cobra.Command {
 		Long: `Bridge makes the status-source contract work on OLM v0, which reads only
 the OperatorCondition: the operator writes its own CR's conditions, and the
 bridge keeps the Upgradeable entry of the OperatorCondition's
-spec.conditions equal to its decision on them (a fresh True is True; the
-CR's False or Unknown the same, with its reason; an outdated condition
-False; an absent CR whenAbsent; with a RequestAck handshake, False until a
-CSV replaces the running one, then the request is written to the CR and
-True only on the operator's fresh answer). Other entries, overrides and
-status are left alone.
+spec.conditions equal to its decision on them. It fails closed: True only
+where the contract's gate allows on what it just read (every gated
+condition a fresh True; an absent CR with whenAbsent Allow; under
+RequestAck the operator's fresh True answer to the request, which the
+bridge writes to the CR and reads back from it on every sync), False with
+the CR's reason everywhere else (Unknown too, which OLM would let
+through). Other entries, overrides and status are left alone; duplicate
+Upgradeable entries are folded into one. Where another field manager
+writes the OperatorCondition's conditions it writes nothing and says so
+(log, Event, metric, /readyz). On SIGTERM it withdraws a True it wrote.
 
 It runs as a sidecar in the operator's pod: the OperatorCondition's name is
 OLM's OPERATOR_CONDITION_NAME, the namespace POD_NAMESPACE (else the
 service account's), the cluster the in-cluster config (else --kubeconfig).
-The status source is --bundle or --crd with --source, else the annotation of
-the running CSV (the one named like the OperatorCondition). Without
+The status source is --bundle or --crd with --source, else
+$` + sidecar.EnvStatusSource + ` (the pod's copy of the CSV's annotation, from the
+downward API), else the annotation of the running CSV (the one named like
+the OperatorCondition); without a CRD, the handshake token's type comes
+from the schema the cluster serves (OpenAPI v3 discovery). Without
 OPERATOR_CONDITION_NAME (no OLM, OLM v1) it says so once and stays idle; a
 missing kind or a refused read is logged and retried, never a crash. It
 stops gracefully on SIGINT or SIGTERM.`,
@@ -80,9 +93,10 @@ stops gracefully on SIGINT or SIGTERM.`,
 	fl.StringVar(&f.conditionName, "operator-condition-name", "", "the OperatorCondition (default: $"+bridge.EnvOperatorConditionName+", which OLM sets)")
 	f.sourceFlags.register(cmd)
 	cmd.MarkFlagsRequiredTogether("crd", "source")
-	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8383", `where controller-runtime serves /metrics ("0": off)`)
-	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8384", `where /healthz and /readyz are served ("0": off)`)
-	fl.DurationVar(&f.resync, "resync", 30*time.Second, "decide again this often without an event")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", sidecar.MetricsPort), `where controller-runtime serves /metrics ("0": off); localhost unless asked`)
+	fl.BoolVar(&f.metricsSecure, sidecar.FlagMetricsSecure, false, "serve /metrics over HTTPS, only to clients the apiserver authenticates and authorizes for it (controller-runtime's filter: needs create on tokenreviews and subjectaccessreviews)")
+	fl.StringVar(&f.probeAddr, "health-probe-bind-address", fmt.Sprintf(":%d", sidecar.ProbePort), `where /healthz and /readyz are served ("0": off)`)
+	fl.DurationVar(&f.resync, "resync", bridge.DefaultResync, "decide again this often without an event (it bounds how long an OperatorCondition OLM made again goes without the entry)")
 	fl.IntVar(&f.verbosity, "verbosity", 0, "log verbosity (klog's -v)")
 	return cmd
 }
@@ -94,6 +108,14 @@ func (a *app) runBridge(f bridgeFlags) error {
 	if err != nil {
 		return err
 	}
+	// client-go's default client-side limit (5 requests a second, bursts
+	// of 10) delays a decision (a sync is two reads and a write) by 600 ms
+	// once a few CR events come in a row: measured on real OLM with the
+	// sidecar as a container (TestBridgeContainerAsOLMDeploysIt). The
+	// bridge's requests are bounded by the CR's events and the resync.
+	if cfg.QPS == 0 && cfg.Burst == 0 {
+		cfg.QPS, cfg.Burst = bridgeQPS, bridgeBurst
+	}
 	ns := firstOf(f.namespace, os.Getenv("POD_NAMESPACE"), readTrimmed(serviceAccountNamespace), ctxNS)
 	if ns == "" {
 		return usagef("no namespace: give -n, or set POD_NAMESPACE (the downward API's metadata.namespace)")
@@ -104,17 +126,21 @@ func (a *app) runBridge(f bridgeFlags) error {
 	if err != nil {
 		return err
 	}
-	fromCSV := sctx == nil && name != ""
+	fromCluster := sctx == nil && name != ""
 	switch {
 	case sctx != nil:
-		opts.Source, opts.Tokens, opts.Namespaced, opts.Resource = sctx.Source, sctx.Tokens, sctx.Namespaced, sctx.GVR()
+		sourceOptions(&opts, sctx)
 	case name == "":
 		// No OLM: no running CSV to read the source from either; the
 		// runner says so and idles.
 		opts.Source = &v1alpha1.StatusSource{}
 	}
+	metrics := metricsserver.Options{BindAddress: f.metricsAddr}
+	if f.metricsSecure {
+		metrics.SecureServing, metrics.FilterProvider = true, filters.WithAuthenticationAndAuthorization
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: f.probeAddr,
 		Logger:                 log,
 	})
@@ -122,12 +148,14 @@ func (a *app) runBridge(f bridgeFlags) error {
 		return fmt.Errorf("bridge: starting the manager: %w", err)
 	}
 	var runner atomic.Pointer[bridge.Runner]
-	if fromCSV {
-		// The status source is the running CSV's annotation, read once the
-		// cluster lets it be read: a sidecar never crash-loops over RBAC
-		// not granted yet, an annotation or a CRD not there yet.
+	if fromCluster {
+		// The status source is the pod's copy of the CSV's annotation, or
+		// the running CSV's, resolved once the cluster lets it be: a
+		// sidecar never crash-loops over RBAC not granted yet, an
+		// annotation, a CRD or its schema not there yet.
+		annotation := os.Getenv(sidecar.EnvStatusSource)
 		err = mgr.Add(manager.RunnableFunc(func(ctx gocontext.Context) error {
-			return runFromCSV(ctx, cfg, opts, &runner)
+			return runFromCluster(ctx, cfg, annotation, opts, &runner)
 		}))
 	} else {
 		var r *bridge.Runner
@@ -152,13 +180,13 @@ func (a *app) runBridge(f bridgeFlags) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// runFromCSV reads the status source from the running CSV (retrying with
-// a backoff from 1 s to 30 s, logging why, until ctx is done), then runs
-// the bridge on it.
-func runFromCSV(ctx gocontext.Context, cfg *rest.Config, opts bridge.Options, runner *atomic.Pointer[bridge.Runner]) error {
+// runFromCluster resolves the status source from the cluster (retrying
+// with a backoff from 1 s to 30 s, logging why, until ctx is done), then
+// runs the bridge on it. Nothing is written before it is resolved.
+func runFromCluster(ctx gocontext.Context, cfg *rest.Config, annotation string, opts bridge.Options, runner *atomic.Pointer[bridge.Runner]) error {
 	wait := time.Second
 	for {
-		err := runningCSVSource(ctx, cfg, &opts)
+		err := clusterSource(ctx, cfg, annotation, &opts)
 		if err == nil {
 			break
 		}
@@ -178,41 +206,60 @@ func runFromCSV(ctx gocontext.Context, cfg *rest.Config, opts bridge.Options, ru
 	return r.Start(ctx)
 }
 
-// runningCSVSource reads the status source from the running CSV's
-// annotation, with the kind's resource from discovery (the token types are
-// then strings: the CRD is not read).
-func runningCSVSource(ctx gocontext.Context, cfg *rest.Config, opts *bridge.Options) error {
-	if opts.ConditionName == "" {
-		return fmt.Errorf("no status source: give --bundle or --crd with --source, or run where OLM sets %s", bridge.EnvOperatorConditionName)
+// clusterSource resolves the status source without a CRD: the annotation
+// (the pod's copy, else the running CSV's), its kind's resource and scope
+// from discovery, and its token types from the schema the cluster serves
+// (source.ServedTokens: never a guess).
+func clusterSource(ctx gocontext.Context, cfg *rest.Config, annotation string, opts *bridge.Options) error {
+	from := "$" + sidecar.EnvStatusSource
+	if annotation == "" {
+		var err error
+		if annotation, err = runningCSVAnnotation(ctx, cfg, opts); err != nil {
+			return err
+		}
+		from = "the running CSV " + opts.ConditionName
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	csv, err := dyn.Resource(contract.CSVResource).Namespace(opts.Namespace).Get(ctx, opts.ConditionName, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading the running CSV %s/%s for its status-source annotation: %w", opts.Namespace, opts.ConditionName, err)
-	}
-	raw, ok := csv.GetAnnotations()[v1alpha1.AnnotationKey]
-	if !ok {
-		return fmt.Errorf("the running CSV %s declares no status source (%s)", opts.ConditionName, v1alpha1.AnnotationKey)
-	}
-	src, problems := contract.Parse(raw)
+	src, problems := contract.Parse(annotation)
 	if len(problems) > 0 {
-		return fmt.Errorf("the running CSV %s: the status-source annotation is invalid: %s", opts.ConditionName, problems[0])
+		return fmt.Errorf("%s: the status-source annotation is invalid: %s", from, problems[0])
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
+		return fmt.Errorf("creating a discovery client: %w", err)
+	}
+	sctx, err := source.FromCluster(dc, src, from)
+	if err != nil {
 		return err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	gv := src.GroupVersion()
-	m, err := mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: src.Kind}, gv.Version)
-	if err != nil {
-		return fmt.Errorf("the cluster does not serve %s %s (is its CRD installed?): %w", src.Kind, src.APIVersion, err)
-	}
-	opts.Source, opts.Resource, opts.Namespaced = src, m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace
+	sourceOptions(opts, sctx)
+	opts.Log.Info("read the status source", "from", from, "statusSource", annotation)
 	return nil
+}
+
+// runningCSVAnnotation reads the status-source annotation of the running
+// CSV, for a bridge run without $STATUSCHECK_STATUS_SOURCE.
+func runningCSVAnnotation(ctx gocontext.Context, cfg *rest.Config, opts *bridge.Options) (string, error) {
+	if opts.ConditionName == "" {
+		return "", fmt.Errorf("no status source: give --bundle or --crd with --source, or run where OLM sets %s", bridge.EnvOperatorConditionName)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("creating a client: %w", err)
+	}
+	csv, err := dyn.Resource(contract.CSVResource).Namespace(opts.Namespace).Get(ctx, opts.ConditionName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the running CSV %s/%s for its status-source annotation ($%s is not set): %w", opts.Namespace, opts.ConditionName, sidecar.EnvStatusSource, err)
+	}
+	raw, ok := csv.GetAnnotations()[v1alpha1.AnnotationKey]
+	if !ok {
+		return "", fmt.Errorf("the running CSV %s declares no status source (%s)", opts.ConditionName, v1alpha1.AnnotationKey)
+	}
+	return raw, nil
+}
+
+// sourceOptions gives the runner a resolved status source.
+func sourceOptions(opts *bridge.Options, sctx *source.Context) {
+	opts.Source, opts.Tokens, opts.Namespaced, opts.Resource = sctx.Source, sctx.Tokens, sctx.Namespaced, sctx.GVR()
 }
 
 func firstOf(vs ...string) string {

@@ -75,7 +75,16 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
+// buildVersion is the version a release build stamps at link time (make
+// image: -ldflags "-X github.com/statuscheck/statuscheck/internal/cli.buildVersion=..."),
+// from git describe; empty in every other build, which reads the build
+// info instead.
+var buildVersion string
+
 func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "dev"

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/generate"
 	"github.com/statuscheck/statuscheck/pkg/report"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -26,6 +27,7 @@ func (a *app) generateCommand() *cobra.Command {
 		force              bool
 		bridgeImage        string
 		bridgeDeployment   string
+		bridgeSecure       bool
 		whenAbsent         = newEnum("Allow", "Allow", "Block")
 		handshake          = newEnum("None", "None", "OperatorCondition", "RequestAck")
 		output             = newEnum("yaml", "yaml", "patch")
@@ -53,11 +55,14 @@ with errors nothing is written and the exit code is 1, unless --force.
 
 --bridge IMAGE also adds what statuscheck bridge needs to run on today's
 OLM (docs/bridge.md): a sidecar container in the operator's deployment
-(POD_NAMESPACE from the downward API), the RBAC rules its service account
-lacks (get on the running CSV; get and watch on the status source; under
-RequestAck list and watch on CSVs and patch on the CR), and the
+(POD_NAMESPACE and the status-source annotation from the downward API,
+metrics on localhost unless --bridge-metrics-secure), the RBAC rules its
+service account lacks, by name (get and watch on the status source; under
+RequestAck patch on it and list and watch on CSVs), and the
 statuscheck.operatorframework.io/bridge annotation that declares it, with
-the same guarantee: only those lines change.`,
+the same guarantee: only those lines change. A status source with the
+OperatorCondition handshake is refused (exit 2): the operator writes the
+OperatorCondition itself there, and the bridge would fight it.`,
 		Example: `  statuscheck generate -w bundle/
   statuscheck generate -d --kind HyperConverged --name kubevirt-hyperconverged bundle/manifests
   statuscheck generate --check config/manifests/bases/my-operator.clusterserviceversion.yaml --crd config/crd/bases
@@ -92,9 +97,11 @@ the same guarantee: only those lines change.`,
 			case f.Changed("bridge") && bridgeImage == "":
 				return usagef("--bridge needs the image that runs statuscheck bridge")
 			case f.Changed("bridge"):
-				opts.Bridge = &generate.Bridge{Image: bridgeImage, Deployment: bridgeDeployment}
+				opts.Bridge = &generate.Bridge{Image: bridgeImage, Deployment: bridgeDeployment, MetricsSecure: bridgeSecure}
 			case f.Changed("bridge-deployment"):
 				return usagef("--bridge-deployment goes with --bridge IMAGE")
+			case f.Changed("bridge-metrics-secure"):
+				return usagef("--bridge-metrics-secure goes with --bridge IMAGE")
 			}
 			code := result.ExitOK
 			fix := fixCommand(f)
@@ -128,6 +135,7 @@ the same guarantee: only those lines change.`,
 	f.BoolVar(&force, "force", false, "write even when validate finds errors in the value")
 	f.StringVar(&bridgeImage, "bridge", "", "also add the bridge: a sidecar running `statuscheck bridge` from IMAGE, its RBAC and its declaration (docs/bridge.md)")
 	f.StringVar(&bridgeDeployment, "bridge-deployment", "", "the install strategy's deployment the bridge joins (default: the only one)")
+	f.BoolVar(&bridgeSecure, "bridge-metrics-secure", false, "the bridge serves its metrics on the pod's port \""+sidecar.PortMetrics+"\" over HTTPS, authenticated and authorized by the apiserver (it then needs create on tokenreviews and subjectaccessreviews), instead of on localhost")
 	return cmd
 }
 

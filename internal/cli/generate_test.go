@@ -231,6 +231,93 @@ spec:
 	assert.Contains(t, stdout, `{"apiVersion":"b.io/v1","kind":"B","name":"b1"}`)
 }
 
+// TestGenerateBridgeRulesByName: where the operator's own rules do not
+// cover the status source, generate adds the bridge's rule by name: in
+// clusterPermissions for a pinned namespace, and never a CSV rule in
+// freshness mode; validate accepts the result with no bridge finding.
+func TestGenerateBridgeRulesByName(t *testing.T) {
+	dir := copyTree(t, "testdata/bundles/good")
+	code, _, stderr := run(t, "generate", "-w", "--bridge", "img:1", "--namespace", "elsewhere", dir)
+	require.Equal(t, 0, code, stderr)
+	written, err := os.ReadFile(filepath.Join(dir, "manifests", "cool-operator.clusterserviceversion.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(written), "      clusterPermissions:\n      - serviceAccountName: cool-operator\n        rules:\n        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - cooloperators\n          resourceNames:\n          - cool-operator\n          verbs:\n          - get\n          - watch\n")
+	assert.NotContains(t, string(written), "clusterserviceversions")
+	code, stdout, _ := run(t, "validate", dir)
+	assert.Equal(t, 0, code, stdout)
+	assert.NotContains(t, stdout, "bridge-")
+}
+
+// TestGenerateBridgeMovesAnOlderContainerToTheDownwardAPI: a container an
+// older generate wrote reads the running CSV, which its account may not
+// (bridge-rbac-missing); a second generate gives it the status source
+// from the downward API instead of a CSV rule, and validate is satisfied.
+func TestGenerateBridgeMovesAnOlderContainerToTheDownwardAPI(t *testing.T) {
+	dir := copyTree(t, "testdata/bundles/rules/bridge-rbac-missing/fail")
+	code, stdout, _ := run(t, "validate", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "error bridge-rbac-missing")
+	code, _, stderr := run(t, "generate", "-w", "--bridge", "quay.io/statuscheck/statuscheck:v0.1.0", dir)
+	require.Equal(t, 0, code, stderr)
+	written, err := os.ReadFile(filepath.Join(dir, "manifests", "cool-operator.clusterserviceversion.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(written), "                args: [bridge]\n                env:\n                - name: STATUSCHECK_STATUS_SOURCE\n")
+	assert.NotContains(t, string(written), "clusterserviceversions")
+	code, stdout, _ = run(t, "validate", "--fail-on", "info", dir)
+	assert.Equal(t, 0, code, stdout)
+}
+
+// TestGenerateBridgeMetricsSecure: --bridge-metrics-secure serves the
+// metrics off localhost on a named port, behind the apiserver's
+// authentication and authorization, and adds the reviews that needs.
+func TestGenerateBridgeMetricsSecure(t *testing.T) {
+	dir := copyTree(t, "testdata/bundles/good")
+	code, _, stderr := run(t, "generate", "-w", "--bridge", "img:1", "--bridge-metrics-secure", dir)
+	require.Equal(t, 0, code, stderr)
+	written, err := os.ReadFile(filepath.Join(dir, "manifests", "cool-operator.clusterserviceversion.yaml"))
+	require.NoError(t, err)
+	for _, want := range []string{"- --metrics-secure\n", "- --metrics-bind-address=:8383\n", "                - name: metrics\n                  containerPort: 8383\n",
+		"          - tokenreviews\n          verbs:\n          - create\n", "          - subjectaccessreviews\n          verbs:\n          - create\n"} {
+		assert.Contains(t, string(written), want)
+	}
+	code, stdout, _ := run(t, "validate", "--fail-on", "info", dir)
+	assert.Equal(t, 0, code, stdout)
+	code, _, stderr = run(t, "generate", "--bridge-metrics-secure", dir)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--bridge-metrics-secure goes with --bridge IMAGE")
+}
+
+// TestDefect4GenerateRefusesTheOperatorConditionHandshake: with the
+// OperatorCondition handshake the operator writes the OperatorCondition
+// itself, so generate --bridge refuses (exit 2, nothing written), whether
+// the handshake comes from the flags or from the CSV's annotation.
+func TestDefect4GenerateRefusesTheOperatorConditionHandshake(t *testing.T) {
+	tests := []struct {
+		name   string
+		bundle string
+		args   []string
+	}{
+		{name: "from the flags", bundle: "testdata/bundles/good", args: []string{"--handshake", "OperatorCondition"}},
+		{name: "from the annotation", bundle: "testdata/bundles/handshake/operatorcondition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyTree(t, tt.bundle)
+			csvFile := filepath.Join(dir, "manifests", "cool-operator.clusterserviceversion.yaml")
+			orig, err := os.ReadFile(csvFile)
+			require.NoError(t, err)
+			code, stdout, stderr := run(t, append(append([]string{"generate", "-w", "--bridge", "img:1"}, tt.args...), dir)...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Empty(t, stdout)
+			assert.Contains(t, stderr, "the bridge and the operator would both write it")
+			assert.Contains(t, stderr, "use handshake None or RequestAck with the bridge, or drop the bridge")
+			now, err := os.ReadFile(csvFile)
+			require.NoError(t, err)
+			assert.Equal(t, string(orig), string(now), "nothing written")
+		})
+	}
+}
+
 // TestGenerateBridge: -w adds the sidecar, its RBAC and the declaration,
 // validate accepts the result (and rejects it with the container taken
 // out), --check passes on it and fails on another image, -o patch does
@@ -250,9 +337,13 @@ func TestGenerateBridge(t *testing.T) {
 	assert.Contains(t, stderr, "and the bridge (cool-operator/statuscheck-bridge)")
 	written, err := os.ReadFile(csvFile)
 	require.NoError(t, err)
-	for _, want := range []string{"statuscheck.operatorframework.io/bridge: 'cool-operator/statuscheck-bridge'", "- name: statuscheck-bridge\n                image: " + image, "fieldPath: metadata.namespace", "          - clusterserviceversions\n          verbs:\n          - get\n"} {
+	for _, want := range []string{"statuscheck.operatorframework.io/bridge: 'cool-operator/statuscheck-bridge'", "- name: statuscheck-bridge\n                image: " + image, "fieldPath: metadata.namespace",
+		"                - name: STATUSCHECK_STATUS_SOURCE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['operatorframework.io/status-source']\n",
+		"- --metrics-bind-address=127.0.0.1:8383\n", "                - name: health\n                  containerPort: 8384\n                  protocol: TCP\n"} {
 		assert.Contains(t, string(written), want)
 	}
+	assert.NotContains(t, string(written), "clusterserviceversions", "freshness mode: the status source comes from the downward API, no CSV is read")
+	assert.NotContains(t, string(written), "readinessProbe")
 
 	assertPatchMakes(t, patch, orig, written)
 

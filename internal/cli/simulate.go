@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +29,7 @@ type simulateFlags struct {
 	failOn                 *enumFlag
 	explore                bool
 	bridge                 bool
+	faults                 string
 	depth                  int
 	timeout                time.Duration
 	counterexamples        string
@@ -66,12 +68,16 @@ operator that migrates on some changes and defers once it has answered a
 request, OLM requesting, checking and replacing in separate steps) and
 searches every interleaving breadth-first up to --depth, reporting each
 violation once with its shortest trace. --write-counterexamples writes
-those as StatusTraces that simulate replays to the same violation.`,
+those as StatusTraces that simulate replays to the same violation. With
+--bridge, statuscheck bridge writes the OperatorCondition and OLM reads
+it; --faults adds the actors that broke the bridge (unknown, replica,
+restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 		Example: `  statuscheck simulate testdata/traces/seed.yaml --policy all
   statuscheck simulate --bundle bundle/ recorded.json
   statuscheck simulate --crd config/crd/bases/cool.yaml --source cool.operators.corp/v1beta1/CoolOperator/cool-operator audit.log
   statuscheck simulate -o html testdata/traces/seed.yaml > timeline.html
-  statuscheck simulate --explore --bundle testdata/bundles/handshake/request-spec --policy all`,
+  statuscheck simulate --explore --bundle testdata/bundles/handshake/request-spec --policy all
+  statuscheck simulate --explore --bridge --faults all --bundle testdata/bundles/handshake/request-spec`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.explore {
@@ -90,7 +96,14 @@ those as StatusTraces that simulate replays to the same violation.`,
 				if f.output.value == "html" {
 					return usagef("--explore writes text or json")
 				}
-				code, err := a.runExplore(f)
+				faults, err := explore.ParseFaults(f.faults)
+				if err != nil {
+					return usagef("--faults: %v", err)
+				}
+				if faults != 0 && !f.bridge {
+					return usagef("--faults are the bridge's: they go with --bridge")
+				}
+				code, err := a.runExplore(f, faults)
 				if err != nil {
 					return err
 				}
@@ -103,8 +116,8 @@ those as StatusTraces that simulate replays to the same violation.`,
 			if f.source != "" && f.crdFile == "" {
 				return usagef("--source needs --crd: the CRD of the object it names")
 			}
-			if cmd.Flags().Changed("depth") || f.counterexamples != "" || cmd.Flags().Changed("timeout") {
-				return usagef("--depth, --timeout and --write-counterexamples go with --explore")
+			if cmd.Flags().Changed("depth") || f.counterexamples != "" || cmd.Flags().Changed("timeout") || cmd.Flags().Changed("faults") {
+				return usagef("--depth, --timeout, --faults and --write-counterexamples go with --explore")
 			}
 			code, err := a.runSimulate(args[0], f)
 			if err != nil {
@@ -122,6 +135,7 @@ those as StatusTraces that simulate replays to the same violation.`,
 	fl.Var(f.failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
 	fl.BoolVar(&f.explore, "explore", false, "search every interleaving of the lock protocol instead of replaying a trace")
 	fl.BoolVar(&f.bridge, "bridge", false, "statuscheck bridge writes the OperatorCondition and OLM reads it (today's OLM; a trace can say so itself with bridge: true)")
+	fl.StringVar(&f.faults, "faults", "", "--explore --bridge: the actors that broke the bridge, comma-separated: "+strings.Join(explore.FaultNames(), ", ")+", or all")
 	fl.IntVar(&f.depth, "depth", explore.DefaultDepth, "--explore: the most steps a trace may take")
 	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this long (0: no limit), reporting what was found")
 	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into this directory")
@@ -251,6 +265,8 @@ func declaredContext(path string, f simulateFlags) (*source.Context, error) {
 type exploreJSON struct {
 	Source            string              `json:"source"`
 	StatusSubresource bool                `json:"statusSubresource"`
+	Bridge            bool                `json:"bridge,omitempty"`
+	Faults            []string            `json:"faults,omitempty"`
 	Results           []exploreResultJSON `json:"results"`
 }
 
@@ -265,17 +281,23 @@ type exploreResultJSON struct {
 	Counterexamples []explore.CounterexampleJSON `json:"counterexamples"`
 }
 
-func (a *app) runExplore(f simulateFlags) (int, error) {
+func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
 	sctx, err := f.resolve()
 	if err != nil {
 		return 0, err
 	}
 	failOn, _ := result.ParseSeverity(f.failOn.value)
 	pols, _ := policies(f.policy.value)
-	out := exploreJSON{Source: sctx.Source.Marshal(), StatusSubresource: *sctx.StatusSubresource}
+	out := exploreJSON{Source: sctx.Source.Marshal(), StatusSubresource: *sctx.StatusSubresource, Bridge: f.bridge}
+	if faults != 0 {
+		out.Faults = faults.List()
+	}
 	if f.output.value == "text" {
 		fmt.Fprintf(a.stdout, "explore: %s\nstatus subresource: %s; depth limit %d\n", out.Source,
 			map[bool]string{true: "on", false: "off"}[out.StatusSubresource], f.depth)
+		if faults != 0 {
+			fmt.Fprintf(a.stdout, "bridge faults: %s\n", strings.ReplaceAll(faults.String(), ",", ", "))
+		}
 	}
 	code := result.ExitOK
 	for _, p := range pols {
@@ -287,7 +309,7 @@ func (a *app) runExplore(f simulateFlags) (int, error) {
 			ctx, cancel = gocontext.WithTimeout(ctx, f.timeout)
 			defer cancel()
 		}
-		res, err := explore.Run(ctx, cfg, explore.Options{Depth: f.depth, Progress: a.progress(string(p)), Example: sctx.Example})
+		res, err := explore.Run(ctx, cfg, explore.Options{Depth: f.depth, Progress: a.progress(string(p)), Example: sctx.Example, Faults: faults})
 		a.clearProgress()
 		if err != nil {
 			return 0, err

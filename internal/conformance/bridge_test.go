@@ -100,13 +100,14 @@ func TestBridgeOnARealServer(t *testing.T) {
 	_, reg := startBridge(t, c, coolSource(c), nil)
 
 	c.ocEntry("True", bridge.ReasonUpgradeable)
-	// Another writer's entry (an operator-lib condition, say) stays.
+	// An entry of another type in what the bridge writes stays (another
+	// manager's writes make it yield: TestDefect4AnotherWriterIsNotOverwritten).
 	oc, err := c.dyn.Resource(ocGVR).Namespace(c.ns).Get(context.Background(), "cool.v1", metav1.GetOptions{})
 	require.NoError(t, err)
 	conds, _, _ := unstructured.NestedSlice(oc.Object, "spec", "conditions")
 	conds = append(conds, map[string]interface{}{"type": "Ready", "status": "True", "reason": "Ready", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z"})
 	require.NoError(t, unstructured.SetNestedSlice(oc.Object, conds, "spec", "conditions"))
-	_, err = c.dyn.Resource(ocGVR).Namespace(c.ns).Update(context.Background(), oc, metav1.UpdateOptions{})
+	_, err = c.dyn.Resource(ocGVR).Namespace(c.ns).Update(context.Background(), oc, metav1.UpdateOptions{FieldManager: bridge.FieldManager})
 	require.NoError(t, err)
 
 	c.userSetsStorage("MariaDB") // generation 2: the True is outdated

@@ -196,3 +196,14 @@ func ReadCRD(tb testing.TB, rel string) *apiextv1.CustomResourceDefinition {
 	}
 	return crd
 }
+
+// Long marks a test that runs a long model-checking search: make test runs
+// it; make race runs the tests with -short and leaves it out (the search
+// is sequential, so the race detector finds nothing there, and it would
+// take it ten times as long and as much memory).
+func Long(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("a long search: make test runs it (-short leaves it out)")
+	}
+}

@@ -1,14 +1,18 @@
 package bridge
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -67,6 +71,15 @@ func oc(conds ...metav1.Condition) *operatorsv2.OperatorCondition {
 			Overrides: []metav1.Condition{{Type: "Upgradeable", Status: metav1.ConditionTrue, Reason: "Admin", LastTransitionTime: metav1.NewTime(t0)}}}}
 }
 
+// withDigest is o with the digest of its Upgradeable entry, as the
+// bridge leaves it after writing the entry.
+func withDigest(o *operatorsv2.OperatorCondition) *operatorsv2.OperatorCondition {
+	if e := meta.FindStatusCondition(o.Spec.Conditions, "Upgradeable"); e != nil {
+		o.Annotations = map[string]string{AnnotationEntry: EntryDigest(*e)}
+	}
+	return o
+}
+
 func csv(name, replaces string, copied bool) operatorsv1alpha1.ClusterServiceVersion {
 	c := operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: operatorsv1alpha1.ClusterServiceVersionSpec{Replaces: replaces}}
 	if copied {
@@ -97,8 +110,8 @@ func TestDecide(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: ReasonUpgradeable, wantMsg: "Upgradeable=True (observedGeneration 3, generation 3)", wantWrite: true, wantTransition: t1},
 		{name: "a fresh False is False with the CR's reason and message", in: Input{Source: none, CR: cr(3, "Upgradeable=False@3:MigrationInProgress"), OC: oc(ready)},
 			wantStatus: metav1.ConditionFalse, wantReason: "MigrationInProgress", wantMsg: "the operator says False", wantWrite: true, wantTransition: t1},
-		{name: "a fresh Unknown is Unknown", in: Input{Source: none, CR: cr(3, "Upgradeable=Unknown@3:Starting"), OC: oc()},
-			wantStatus: metav1.ConditionUnknown, wantReason: "Starting", wantMsg: "the operator says Unknown", wantWrite: true, wantTransition: t1},
+		{name: "a fresh Unknown is False", in: Input{Source: none, CR: cr(3, "Upgradeable=Unknown@3:Starting"), OC: oc()},
+			wantStatus: metav1.ConditionFalse, wantReason: "Starting", wantMsg: "Upgradeable=Unknown: the operator says Unknown", wantWrite: true, wantTransition: t1},
 		{name: "a reason metav1.Condition refuses is replaced", in: Input{Source: none, CR: cr(3, "Upgradeable=False@3:not a reason!"), OC: oc()},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonNotUpgradeable, wantMsg: "the operator says False", wantWrite: true, wantTransition: t1},
 		{name: "an outdated True is False", in: Input{Source: none, CR: cr(4, "Upgradeable=True@3"), OC: oc(prevTrue)},
@@ -115,7 +128,7 @@ func TestDecide(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: ReasonAbsent, wantMsg: "status source does not exist (whenAbsent: Allow)", wantWrite: true, wantTransition: t1},
 		{name: "the CR absent, whenAbsent Block", in: Input{Source: source(v1alpha1.HandshakeNone, v1alpha1.WhenAbsentBlock), OC: oc()},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonAbsent, wantMsg: "status source does not exist (whenAbsent: Block)", wantWrite: true, wantTransition: t1},
-		{name: "what the OC already says is not written, and keeps its time", in: Input{Source: none, CR: cr(3, "Upgradeable=True@3"), OC: oc(ready, prevTrue)},
+		{name: "what the OC already says is not written, and keeps its time", in: Input{Source: none, CR: cr(3, "Upgradeable=True@3"), OC: withDigest(oc(ready, prevTrue))},
 			wantStatus: metav1.ConditionTrue, wantReason: ReasonUpgradeable, wantMsg: prevTrue.Message, wantWrite: false, wantTransition: t0},
 		{name: "a new reason with the same status keeps the transition time", in: Input{Source: none, CR: cr(4, "Upgradeable=False@4:Migrating"), OC: oc(prevFalse)},
 			wantStatus: metav1.ConditionFalse, wantReason: "Migrating", wantMsg: "the operator says False", wantWrite: true, wantTransition: t0},
@@ -159,14 +172,29 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// withRecord is cr with the bridge's request record and the token at
+// spec.upgradeRequest (token "" leaves the spec without one).
+func withRecord(u *unstructured.Unstructured, rec RequestRecord, token string) *unstructured.Unstructured {
+	u = u.DeepCopy()
+	raw, _ := json.Marshal(rec)
+	u.SetAnnotations(map[string]string{AnnotationRequest: string(raw)})
+	if token != "" {
+		_ = unstructured.SetNestedField(u.Object, token, "spec", "upgradeRequest")
+	}
+	return u
+}
+
 // TestDecideRequestAck is lock flow B: no request until a CSV replaces
-// the running one; then the request (typed as the CRD types the token);
-// True only on a fresh True answer to it.
+// the running one; then the request (typed as the CRD types the token),
+// read back from the CR on every decision; True only on a fresh True
+// answer to it.
 func TestDecideRequestAck(t *testing.T) {
 	src := source(v1alpha1.HandshakeRequestAck, "")
 	next := []operatorsv1alpha1.ClusterServiceVersion{csv("cool-operator.v0.1.0", "", false), csv("cool-operator.v0.2.0", "cool-operator.v0.1.0", false)}
 	copiedOnly := []operatorsv1alpha1.ClusterServiceVersion{csv("cool-operator.v0.2.0", "cool-operator.v0.1.0", true)}
-	standing := contract.Request{Standing: true, Token: 1, Value: "1", Generation: 4}
+	rec := RequestRecord{Token: 1, CSV: "cool-operator.v0.2.0", Generation: 3}
+	standing := func(u *unstructured.Unstructured) *unstructured.Unstructured { return withRecord(u, rec, "1") }
+	record := func(r RequestRecord) string { raw, _ := json.Marshal(r); return string(raw) }
 	tests := []struct {
 		name        string
 		in          Input
@@ -181,23 +209,32 @@ func TestDecideRequestAck(t *testing.T) {
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonNoRequest},
 		{name: "an upgrade appears: request, still False", in: Input{CR: cr(3, "Upgradeable=True@3"), CSVs: next},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonRequested,
-			wantRequest: map[string]interface{}{"spec": map[string]interface{}{"upgradeRequest": "1"}}, wantToken: 1},
+			wantRequest: map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{AnnotationRequest: record(RequestRecord{Token: 1, CSV: "cool-operator.v0.2.0", Generation: 3})}},
+				"spec": map[string]interface{}{"upgradeRequest": "1"}}, wantToken: 1},
 		{name: "an integer token where the CRD says integer", in: Input{CR: cr(3, "Upgradeable=True@3"), CSVs: next, Tokens: contract.Tokens{Request: contract.TokenInteger}},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonRequested,
-			wantRequest: map[string]interface{}{"spec": map[string]interface{}{"upgradeRequest": int64(1)}}, wantToken: 1},
-		{name: "the next request counts on", in: Input{CR: cr(3, "Upgradeable=True@3"), CSVs: next, Request: contract.Request{Token: 4}},
+			wantRequest: map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{AnnotationRequest: record(RequestRecord{Token: 1, CSV: "cool-operator.v0.2.0", Generation: 3})}},
+				"spec": map[string]interface{}{"upgradeRequest": int64(1)}}, wantToken: 1},
+		{name: "the next request counts on from a withdrawn one", in: Input{CR: withRecord(cr(3, "Upgradeable=True@3"), RequestRecord{Token: 4}, ""), CSVs: next},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonRequested,
-			wantRequest: map[string]interface{}{"spec": map[string]interface{}{"upgradeRequest": "5"}}, wantToken: 5},
-		{name: "a True for before the request is no answer", in: Input{CR: cr(4, "Upgradeable=True@3"), CSVs: next, Request: standing},
+			wantRequest: map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{AnnotationRequest: record(RequestRecord{Token: 5, CSV: "cool-operator.v0.2.0", Generation: 3})}},
+				"spec": map[string]interface{}{"upgradeRequest": "5"}}, wantToken: 5},
+		{name: "a True for before the request is no answer", in: Input{CR: standing(cr(4, "Upgradeable=True@3")), CSVs: next},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonUnanswered},
-		{name: "the answer False", in: Input{CR: cr(4, "Upgradeable=False@4"), CSVs: next, Request: standing},
+		{name: "the answer False", in: Input{CR: standing(cr(4, "Upgradeable=False@4")), CSVs: next},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonUnanswered},
-		{name: "the answer True", in: Input{CR: cr(4, "Upgradeable=True@4"), CSVs: next, Request: standing},
+		{name: "the answer True", in: Input{CR: standing(cr(4, "Upgradeable=True@4")), CSVs: next},
 			wantStatus: metav1.ConditionTrue, wantReason: ReasonAnswered},
-		{name: "a spec change after the answer is deferred: still True", in: Input{CR: cr(5, "Upgradeable=True@4"), CSVs: next, Request: standing},
+		{name: "a spec change after the answer is deferred: still True", in: Input{CR: standing(cr(5, "Upgradeable=True@4")), CSVs: next},
 			wantStatus: metav1.ConditionTrue, wantReason: ReasonAnswered},
 		{name: "the CR absent is whenAbsent", in: Input{CSVs: next},
 			wantStatus: metav1.ConditionTrue, wantReason: ReasonAbsent},
+		{name: "the replacing CSV gone: the request is withdrawn", in: Input{CR: standing(cr(4, "Upgradeable=True@4")), CSVs: next[:1]},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonNoRequest,
+			wantRequest: map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{AnnotationRequest: record(RequestRecord{Token: 1})}},
+				"spec": map[string]interface{}{"upgradeRequest": nil}}, wantToken: 1},
+		{name: "a withdrawn request is not withdrawn again", in: Input{CR: withRecord(cr(4, "Upgradeable=True@4"), RequestRecord{Token: 1}, ""), CSVs: next[:1]},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonNoRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,8 +248,7 @@ func TestDecideRequestAck(t *testing.T) {
 			}
 			require.NotNil(t, d.Request)
 			assert.Equal(t, tt.wantRequest, d.Request.Patch)
-			assert.Equal(t, tt.wantToken, d.Request.State.Token)
-			assert.True(t, d.Request.State.Standing)
+			assert.Equal(t, tt.wantToken, d.Request.Record.Token)
 		})
 	}
 	t.Run("an annotation request", func(t *testing.T) {
@@ -221,7 +257,16 @@ func TestDecideRequestAck(t *testing.T) {
 		s.Handshake.Ack = &v1alpha1.HandshakeAck{StatusPath: ".status.observedUpgradeRequest"}
 		d := Decide(Input{Source: s, CR: cr(3, "Upgradeable=True@3"), CSVs: next, Running: "cool-operator.v0.1.0", Now: t1, Tokens: contract.Tokens{Request: contract.TokenInteger}})
 		require.NotNil(t, d.Request)
-		assert.Equal(t, map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{"cool.operators.corp/upgrade-request": "1"}}}, d.Request.Patch, "an annotation is a string")
+		assert.Equal(t, map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{
+			AnnotationRequest:                     record(RequestRecord{Token: 1, CSV: "cool-operator.v0.2.0", Generation: 3}),
+			"cool.operators.corp/upgrade-request": "1"}}}, d.Request.Patch, "an annotation is a string")
+	})
+	t.Run("the CR's resourceVersion is the request's precondition", func(t *testing.T) {
+		u := cr(3, "Upgradeable=True@3")
+		u.SetResourceVersion("42")
+		d := Decide(Input{Source: src, CR: u, CSVs: next, Running: "cool-operator.v0.1.0", Now: t1})
+		require.NotNil(t, d.Request)
+		assert.Equal(t, "42", d.Request.Patch["metadata"].(map[string]interface{})["resourceVersion"])
 	})
 }
 
@@ -252,5 +297,68 @@ func BenchmarkDecide(b *testing.B) {
 				b.Fatal("no write")
 			}
 		}
+	})
+}
+
+// TestDecideReviewFindings: what the review of issue 25's bridge found,
+// each a case that failed before its fix.
+func TestDecideReviewFindings(t *testing.T) {
+	ack := source(v1alpha1.HandshakeRequestAck, "")
+	next := []operatorsv1alpha1.ClusterServiceVersion{csv("cool-operator.v0.2.0", "cool-operator.v0.1.0", false)}
+	in := func(src *v1alpha1.StatusSource, u *unstructured.Unstructured, o *operatorsv2.OperatorCondition, csvs []operatorsv1alpha1.ClusterServiceVersion) Input {
+		return Input{Source: src, CR: u, OC: o, CSVs: csvs, Running: "cool-operator.v0.1.0", Now: t1}
+	}
+	t.Run("an operator that writes only another condition type is no other writer", func(t *testing.T) {
+		o := oc(metav1.Condition{Type: "Degraded", Status: metav1.ConditionFalse, Reason: "AsExpected", LastTransitionTime: metav1.NewTime(t0)})
+		o.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "some-operator", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:conditions":{}}}`)}}}
+		d := Decide(in(source(v1alpha1.HandshakeNone, ""), cr(3, "Upgradeable=False@3:Migrating"), o, nil))
+		assert.Empty(t, d.Yield)
+		assert.True(t, d.WriteOC)
+		assert.Equal(t, metav1.ConditionFalse, d.Condition.Status)
+	})
+	t.Run("an entry the bridge wrote is the bridge's, whoever owns the list", func(t *testing.T) {
+		o := withDigest(oc(metav1.Condition{Type: "Upgradeable", Status: metav1.ConditionTrue, Reason: ReasonUpgradeable, Message: "m", LastTransitionTime: metav1.NewTime(t0)}))
+		o.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-patch", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:conditions":{}}}`)}}}
+		d := Decide(in(source(v1alpha1.HandshakeNone, ""), cr(4, "Upgradeable=True@3"), o, nil))
+		assert.Empty(t, d.Yield)
+		assert.Equal(t, ReasonOutdated, d.Condition.Reason)
+	})
+	t.Run("an old echo never answers a new request: tokens go on from it", func(t *testing.T) {
+		s := source(v1alpha1.HandshakeRequestAck, "")
+		s.Handshake.Request = &v1alpha1.HandshakeRequest{Annotation: "cool.operators.corp/upgrade-request"}
+		s.Handshake.Ack = &v1alpha1.HandshakeAck{StatusPath: ".status.observedUpgradeRequest"}
+		u := cr(3, "Upgradeable=True@3")
+		u.Object["status"].(map[string]interface{})["observedUpgradeRequest"] = "1"
+		d := Decide(in(s, u, oc(), next))
+		require.NotNil(t, d.Request)
+		assert.Equal(t, int64(2), d.Request.Record.Token)
+	})
+	t.Run("two replacing CSVs: the request stays with the one it is for", func(t *testing.T) {
+		two := append([]operatorsv1alpha1.ClusterServiceVersion{csv("cool-operator.v0.2.0-hotfix", "cool-operator.v0.1.0", false)}, next...)
+		d := Decide(in(ack, cr(3, "Upgradeable=True@3"), oc(), two))
+		require.NotNil(t, d.Request)
+		assert.Equal(t, "cool-operator.v0.2.0", d.Request.Record.CSV, "the lowest name, whatever the order")
+		standing := withRecord(cr(4, "Upgradeable=False@4"), RequestRecord{Token: 1, CSV: "cool-operator.v0.2.0-hotfix", Generation: 3}, "1")
+		d = Decide(in(ack, standing, oc(), two))
+		assert.Nil(t, d.Request, "no new request while its CSV is there")
+		assert.Equal(t, ReasonUnanswered, d.Condition.Reason)
+	})
+	t.Run("exhausted tokens hold and say so", func(t *testing.T) {
+		u := withRecord(cr(3, "Upgradeable=True@3"), RequestRecord{Token: math.MaxInt64}, "")
+		d := Decide(in(ack, u, oc(), next))
+		assert.Nil(t, d.Request)
+		assert.Equal(t, metav1.ConditionFalse, d.Condition.Status)
+		assert.Contains(t, d.Condition.Message, "exhausted")
+	})
+	t.Run("a long message is cut at a character, the same every time", func(t *testing.T) {
+		u := cr(3, "Upgradeable=False@3:Migrating")
+		conds := u.Object["status"].(map[string]interface{})["conditions"].([]interface{})
+		conds[0].(map[string]interface{})["message"] = strings.Repeat("é", 20000)
+		d := Decide(in(source(v1alpha1.HandshakeNone, ""), u, oc(), nil))
+		assert.True(t, utf8.ValidString(d.Condition.Message))
+		assert.LessOrEqual(t, len(d.Condition.Message), maxMessage)
+		o := oc(d.Conditions...)
+		o.Annotations = map[string]string{AnnotationEntry: d.Digest}
+		assert.False(t, Decide(in(source(v1alpha1.HandshakeNone, ""), u, o, nil)).WriteOC, "nothing to write on the next sync")
 	})
 }

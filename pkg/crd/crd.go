@@ -8,6 +8,7 @@
 package crd
 
 import (
+	"encoding/json"
 	"fmt"
 
 	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -15,6 +16,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -254,4 +256,40 @@ func (v *Version) HandshakeTokens(src *v1alpha1.StatusSource) (contract.Tokens, 
 		t.Ack = decide("ack.statusPath", src.Handshake.Ack.StatusPath)
 	}
 	return t, errs
+}
+
+// ServedVersion is the version of a kind as an apiserver serves it, read
+// from its OpenAPI v3 discovery document (/openapi/v3/apis/GROUP/VERSION,
+// doc): the component schema whose x-kubernetes-group-version-kind names
+// gvk, decoded as the CRD's openAPIV3Schema it was published from, so
+// that TypeAt and HandshakeTokens decide on it as they do on a CRD. Only
+// Name, Served and Schema are set.
+func ServedVersion(doc []byte, gvk schema.GroupVersionKind) (*Version, error) {
+	var d struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("reading the OpenAPI v3 document of %s: %w", gvk.GroupVersion(), err)
+	}
+	for name, raw := range d.Components.Schemas {
+		var kinds struct {
+			GVK []struct{ Group, Version, Kind string } `json:"x-kubernetes-group-version-kind"`
+		}
+		if err := json.Unmarshal(raw, &kinds); err != nil {
+			return nil, fmt.Errorf("reading component %s of the OpenAPI v3 document of %s: %w", name, gvk.GroupVersion(), err)
+		}
+		for _, k := range kinds.GVK {
+			if k.Group != gvk.Group || k.Version != gvk.Version || k.Kind != gvk.Kind {
+				continue
+			}
+			s := &apiextv1.JSONSchemaProps{}
+			if err := json.Unmarshal(raw, s); err != nil {
+				return nil, fmt.Errorf("reading the schema of %s (component %s): %w", gvk, name, err)
+			}
+			return &Version{Name: gvk.Version, Served: true, Schema: s}, nil
+		}
+	}
+	return nil, fmt.Errorf("the OpenAPI v3 document of %s has no schema for kind %s", gvk.GroupVersion(), gvk.Kind)
 }

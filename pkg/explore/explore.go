@@ -6,17 +6,21 @@ package explore
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
 
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/jsonobj"
+	"github.com/statuscheck/statuscheck/pkg/bridge"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 	"github.com/statuscheck/statuscheck/pkg/trace"
@@ -41,7 +45,9 @@ type (
 //     request with True, defers migrations;
 //   - OLM, which requests (under RequestAck), checks, syncs the
 //     OperatorCondition's status, and, after a check that allowed,
-//     replaces the operator in a separate step.
+//     replaces the operator in a separate step;
+//   - with Config.Bridge, statuscheck bridge (bridge.go), and with
+//     Options.Faults the actors that broke it (faults.go).
 //
 // The search is breadth-first, so the first trace found to a violation is
 // a shortest one. States are deduplicated on an encoding that leaves out
@@ -68,6 +74,23 @@ type Options struct {
 	// NoMemo decides every write afresh instead of remembering the
 	// apiserver model's answers (simulate.Memo): slower, the same result.
 	NoMemo bool
+	// Faults switches on the actors that broke the bridge (issue 25);
+	// only with Config.Bridge.
+	Faults Faults
+	// MaxFaults bounds the faults a trace holds that happen at a moment
+	// (all but a second replica and the operator's own OperatorCondition
+	// writes, which act throughout); 0 is DefaultMaxFaults.
+	MaxFaults int
+	// Bridge is the bridge the model runs with Config.Bridge; nil is
+	// statuscheck bridge's own (StatuscheckBridge).
+	Bridge *Bridge
+	// SettledChecks lets OLM check and replace only once the bridge has
+	// nothing left to write and OLM's status copy is in sync: a slow OLM
+	// against a quick bridge. It leaves out the lag every copy has (a
+	// change of the CR that OLM acts on before the bridge and OLM's copy
+	// catch up), so what is found is the bridge's decision itself. OLM's
+	// own race between its check and the replacement stays.
+	SettledChecks bool
 }
 
 // DefaultDepth finishes in well under a second for every handshake of the
@@ -116,23 +139,143 @@ type actors struct {
 	approved  bool  // OLM's check allowed; the replacement is due
 	changes   int8  // the user's spec changes so far
 
-	// The bridge (Config.Bridge): what it decided at its last read and
-	// has not written yet, and whether OLM has made the replacing CSV
-	// (RequestAck).
-	bridgeRequest bool
-	bridgeWrite   []interface{}
-	replacing     bool
+	// The bridge (Config.Bridge): each process's pending writes and
+	// memory, whether OLM has made the replacing CSV (RequestAck), and
+	// the faults that have happened in this trace.
+	bridges   *processes
+	owned     bool // bridges is this state's own copy (edit)
+	replacing bool
+	used      Faults
 }
 
-// node is a state of the frontier: the core's state, what the actors
-// remember, the step that led to it and how many moves that took.
-type node struct {
-	state State
-	act   actors
-	step  Step
-	idx   int32 // in the search's links
-	depth int16
+// move is one move of an actor: a step through the core (two for the
+// CR made again), or one of the explorer's own, which writes nothing and
+// which traces leave out; replica names the bridge process that moves.
+type move struct {
+	st      Step
+	then    *Step
+	kind    moveKind
+	replica int8
 }
+
+type moveKind uint8
+
+const (
+	moveStep          moveKind = iota // a step of the core
+	moveBridgeRequest                 // a replica writes its request
+	moveBridgeWrite                   // a replica writes spec.conditions
+	moveStopWrite                     // the first replica withdraws its True and stops
+	moveRecreate                      // the CR deleted and made again (two steps)
+	moveRead                          // the explorer's own moves, from here: a replica reads
+	moveReplacement                   // OLM makes the CSV that replaces the running one
+	moveRestart                       // the first replica restarts
+	moveStop                          // the first replica stops with nothing to withdraw
+)
+
+// steps are the move's steps as a trace holds them.
+func (m move) steps() []Step {
+	switch {
+	case m.kind >= moveRead:
+		return nil
+	case m.then != nil:
+		return []Step{m.st, *m.then}
+	}
+	return []Step{m.st}
+}
+
+// model is what a search runs: the core's configuration, the options,
+// the user's spec change and the bridge, and what is computed once per
+// object.
+type model struct {
+	cfg    *Config
+	opts   Options
+	change SpecChange
+	bridge *Bridge
+	// Caches, by object identity or text.
+	ocs       map[simulate.ObjectID]*operatorsv2.OperatorCondition
+	decisions map[decisionKey]*decided
+	writers   map[simulate.ObjectID]writers
+	codes     map[codeKey]string
+	records   map[string]*bridge.RequestRecord
+	// buf is where states are encoded.
+	buf []byte
+	// made are the steps made from an object once (writes, the user's
+	// two patches, the operator's reports).
+	made map[madeKey]made
+}
+
+// madeKey says what a step was made from: which step, an object's
+// identity, a word and a generation.
+type madeKey struct {
+	kind       byte
+	id         simulate.ObjectID
+	word, echo string
+	gen        int64
+}
+
+type made struct {
+	st, then Step
+	ok       bool
+}
+
+// make returns the step made from k, making it once.
+func (m *model) make(k madeKey, f func() made) made {
+	if v, ok := m.made[k]; ok {
+		return v
+	}
+	v := f()
+	if len(m.made) > maxCached {
+		clear(m.made)
+	}
+	m.made[k] = v
+	return v
+}
+
+// one makes a single step.
+func one(st Step, ok bool) made { return made{st: st, ok: ok} }
+
+// newModel is a model of cfg with the caches made.
+func newModel(cfg *Config, opts Options) *model {
+	b := opts.Bridge
+	if b == nil {
+		b = StatuscheckBridge()
+	}
+	return &model{cfg: cfg, opts: opts, bridge: b, ocs: map[simulate.ObjectID]*operatorsv2.OperatorCondition{},
+		decisions: map[decisionKey]*decided{}, writers: map[simulate.ObjectID]writers{}, codes: map[codeKey]string{}, records: map[string]*bridge.RequestRecord{}, made: map[madeKey]made{}}
+}
+
+// maxCached bounds the per-object caches: a search that outgrows it
+// starts them over.
+const maxCached = 1 << 14
+
+// maxConverted bounds the typed OperatorConditions kept (a kilobyte each,
+// and asked again only where a decision or a writer is not remembered).
+const maxConverted = 1 << 12
+
+// node is a state of the frontier: the core's state, what the actors
+// remember, and whether the move that led to it was OLM's check.
+type node struct {
+	state   State
+	act     actors
+	idx     int32 // in the search's links
+	checked bool
+}
+
+// level is a level of the frontier, in chunks of nodes: it grows without
+// copying, and a chunk is let go once it is expanded.
+type level [][]node
+
+const chunk = 1 << 12
+
+func (l *level) add(n node) {
+	if k := len(*l); k == 0 || len((*l)[k-1]) == chunk {
+		*l = append(*l, make([]node, 0, chunk))
+	}
+	last := &(*l)[len(*l)-1]
+	*last = append(*last, n)
+}
+
+func (l level) empty() bool { return len(l) == 0 }
 
 // link is all the search keeps of a state once its level is done: its
 // parent and which of the parent's moves led to it (moves lists them in a
@@ -149,6 +292,11 @@ type link struct {
 // that the apiserver takes the operator's status writes: a model operator
 // whose writes the CRD refuses would explore nothing.
 func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[string]interface{}, change SpecChange, err error) {
+	return newModel(cfg, Options{}).start(example)
+}
+
+func (m *model) start(example map[string]interface{}) (cr, oc map[string]interface{}, change SpecChange, err error) {
+	cfg := m.cfg
 	src := cfg.Source
 	md := map[string]interface{}{"name": src.Name, "generation": int64(1)}
 	if src.Namespace != "" {
@@ -181,7 +329,7 @@ func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[strin
 		if src.Mode() == v1alpha1.HandshakeOperatorCondition {
 			return nil, nil, change, fmt.Errorf("the bridge writes the OperatorCondition in the operator's stead: explore it with a None or RequestAck handshake, not OperatorCondition")
 		}
-		oc, err = bridgeStart(cfg, cr)
+		oc, err = m.bridgeStart(cr)
 		return cr, oc, change, err
 	}
 	if src.Mode() == v1alpha1.HandshakeOperatorCondition {
@@ -196,13 +344,6 @@ func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[strin
 	return cr, oc, change, nil
 }
 
-func reasonOf(ok bool) string {
-	if ok {
-		return "OperatorIdle"
-	}
-	return "MigrationInProgress"
-}
-
 func statusWord(ok bool) string {
 	if ok {
 		return contract.StatusTrue
@@ -215,22 +356,31 @@ func statusWord(ok bool) string {
 var transitionTime = simulate.Epoch.Format(time.RFC3339)
 
 // condition is a condition as an operator writes it with
-// meta.SetStatusCondition: every field metav1.Condition requires.
-func condition(t string, ok bool) map[string]interface{} {
-	msg := "the operator is idle"
-	if !ok {
-		msg = "a migration is in progress"
+// meta.SetStatusCondition: every field metav1.Condition requires. status
+// is True (idle), False (migrating) or Unknown (starting).
+func condition(t, status string) map[string]interface{} {
+	reason, msg := "OperatorIdle", "the operator is idle"
+	switch status {
+	case contract.StatusFalse:
+		reason, msg = "MigrationInProgress", "a migration is in progress"
+	case contract.StatusUnknown:
+		reason, msg = "OperatorStarting", "the operator is starting"
 	}
-	return map[string]interface{}{"type": t, "status": statusWord(ok), "reason": reasonOf(ok), "message": msg, "lastTransitionTime": transitionTime}
+	return map[string]interface{}{"type": t, "status": status, "reason": reason, "message": msg, "lastTransitionTime": transitionTime}
 }
 
 // statusValue is the operator's status write: every gated condition with
 // the same answer, and the echo where the handshake asks for one.
 func statusValue(cfg *Config, ok bool, og int64, echo string) map[string]interface{} {
+	return statusOf(cfg, statusWord(ok), og, echo)
+}
+
+// statusOf is statusValue with any status.
+func statusOf(cfg *Config, status string, og int64, echo string) map[string]interface{} {
 	src := cfg.Source
 	var conds []interface{}
 	for _, t := range src.ConditionTypes() {
-		c := condition(t, ok)
+		c := condition(t, status)
 		c["observedGeneration"] = og
 		conds = append(conds, c)
 	}
@@ -242,7 +392,7 @@ func statusValue(cfg *Config, ok bool, og int64, echo string) map[string]interfa
 }
 
 func ocCondition(ok bool) map[string]interface{} {
-	return condition(contract.ConditionUpgradeable, ok)
+	return condition(contract.ConditionUpgradeable, statusWord(ok))
 }
 
 // Run searches breadth-first up to opts.Depth. It stops early when ctx
@@ -254,6 +404,9 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	if opts.MaxUserChanges <= 0 {
 		opts.MaxUserChanges = opts.Depth
 	}
+	if opts.Faults != 0 && !cfg.Bridge {
+		return nil, fmt.Errorf("explore: the faults (%s) are the bridge's: explore them with the bridge", opts.Faults)
+	}
 	start := time.Now()
 	withMemo := *cfg
 	withMemo.Memo = nil
@@ -261,78 +414,85 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 		withMemo.Memo = simulate.NewMemo()
 	}
 	cfg = &withMemo
+	m := newModel(cfg, opts)
 	res := &Result{Policy: cfg.Policies[0]}
 	var err error
-	if res.Initial, res.OperatorCondition, res.Change, err = exploreStart(cfg, opts.Example); err != nil {
+	if res.Initial, res.OperatorCondition, res.Change, err = m.start(opts.Example); err != nil {
 		return nil, fmt.Errorf("explore: %w", err)
 	}
+	m.change = res.Change
 	init, err := simulate.Initial(cfg, res.Initial, res.OperatorCondition)
 	if err != nil {
 		return nil, fmt.Errorf("explore: %w", err)
 	}
 	root := node{state: init, act: actors{observed: 1, truthTrue: true}}
-	s := search{cfg: cfg, opts: opts, change: res.Change, root: root, links: []link{{parent: -1}}}
-	visited := map[string]struct{}{encode(cfg, &root, res.Change): {}}
+	s := search{model: m, root: root, links: []link{{parent: -1}}}
+	visited := map[stateKey]struct{}{m.key(&root): {}}
 	found := map[string]bool{}
 	live := liveness{best: -1}
-	frontier := []node{root}
+	frontier := level{{root}}
 	lastReport := time.Now()
-	for depth := 0; depth < opts.Depth && len(frontier) > 0; depth++ {
-		var next []node
-		for i := range frontier {
-			if ctx.Err() != nil {
-				res.Stopped = true
-				res.finish(len(visited), depth, start)
-				return res, nil
-			}
-			n := &frontier[i]
-			ms := moves(cfg, n, opts.MaxUserChanges, res.Change)
-			if len(ms) > math.MaxUint8 {
-				return nil, fmt.Errorf("explore: %d moves from one state (a bug)", len(ms))
-			}
-			for m, st := range ms {
-				child, out, err := apply(cfg, n, st, opts)
-				if err != nil {
-					return nil, fmt.Errorf("explore: the model made an impossible step (a bug): %w", err)
-				}
-				child.step, child.depth = st, n.depth+1
-				for _, v := range out.Violations {
-					key := v.Rule + "/" + string(v.Policy)
-					if found[key] {
-						continue
-					}
-					found[key] = true
-					steps, _, err := s.path(n.idx)
-					if err != nil {
-						return nil, err
-					}
-					res.Counterexamples = append(res.Counterexamples, Counterexample{Violation: v, Steps: append(steps, st)})
-				}
-				k := encode(cfg, &child, res.Change)
-				if _, seen := visited[k]; seen {
-					continue
-				}
-				visited[k] = struct{}{}
-				s.links = append(s.links, link{parent: n.idx, move: uint8(m)})
-				child.idx = int32(len(s.links) - 1)
-				next = append(next, child)
-				live.see(cfg, &child, out, child.idx)
-				if opts.MaxStates > 0 && len(visited) >= opts.MaxStates {
+	var buf []move
+	for depth := 0; depth < opts.Depth && !frontier.empty(); depth++ {
+		var next level
+		for c := range frontier {
+			for i := range frontier[c] {
+				if ctx.Err() != nil {
 					res.Stopped = true
 					res.finish(len(visited), depth, start)
 					return res, nil
 				}
+				n := &frontier[c][i]
+				buf = m.moves(n, buf[:0])
+				ms := buf
+				if len(ms) > math.MaxUint8 {
+					return nil, fmt.Errorf("explore: %d moves from one state (a bug)", len(ms))
+				}
+				for j, mv := range ms {
+					child, out, err := m.apply(n, mv)
+					if err != nil {
+						return nil, fmt.Errorf("explore: the model made an impossible step (a bug): %w", err)
+					}
+					child.checked = isCheck(mv.st)
+					for _, v := range out.Violations {
+						key := v.Rule + "/" + string(v.Policy)
+						if found[key] {
+							continue
+						}
+						found[key] = true
+						steps, _, err := s.path(n.idx)
+						if err != nil {
+							return nil, err
+						}
+						res.Counterexamples = append(res.Counterexamples, Counterexample{Violation: v, Steps: append(steps, mv.steps()...)})
+					}
+					k := m.key(&child)
+					if _, seen := visited[k]; seen {
+						continue
+					}
+					visited[k] = struct{}{}
+					s.links = append(s.links, link{parent: n.idx, move: uint8(j)})
+					child.idx = int32(len(s.links) - 1)
+					next.add(child)
+					live.see(cfg, &child, out, child.idx)
+					if opts.MaxStates > 0 && len(visited) >= opts.MaxStates {
+						res.Stopped = true
+						res.finish(len(visited), depth, start)
+						return res, nil
+					}
+				}
+				if opts.Progress != nil && time.Since(lastReport) > time.Second {
+					lastReport = time.Now()
+					opts.Progress(Progress{Depth: depth + 1, States: len(visited)})
+				}
 			}
-			if opts.Progress != nil && time.Since(lastReport) > time.Second {
-				lastReport = time.Now()
-				opts.Progress(Progress{Depth: depth + 1, States: len(visited)})
-			}
+			frontier[c] = nil // expanded: only its links stay
 		}
 		// A finished level keeps only its links: memory is the frontier's.
 		frontier = next
 		res.Depth = depth + 1
 	}
-	res.Exhausted = len(frontier) == 0
+	res.Exhausted = frontier.empty()
 	c, ok, err := live.counterexample(cfg, &s, res, len(visited))
 	if err != nil {
 		return nil, err
@@ -361,7 +521,7 @@ func (l *liveness) see(cfg *Config, n *node, out simulate.Outcome, idx int32) {
 	if n.state.Upgraded {
 		l.upgraded = true
 	}
-	if l.upgraded || l.best >= 0 || n.step.Actor != v1alpha1.ActorOLM || n.step.Verb != v1alpha1.VerbCheck {
+	if l.upgraded || l.best >= 0 || !n.checked {
 		return
 	}
 	if len(out.Verdicts) == 0 || out.Verdicts[0].Verdict != contract.Block {
@@ -407,13 +567,12 @@ func (r *Result) finish(states, depth int, start time.Time) {
 	})
 }
 
-// search is what a path is replayed from: the root and the links.
+// search is what a path is replayed from: the model, the root and the
+// links.
 type search struct {
-	cfg    *Config
-	opts   Options
-	change SpecChange
-	root   node
-	links  []link
+	*model
+	root  node
+	links []link
 }
 
 // path is the trace to the state links[idx]: its moves, found by walking
@@ -427,34 +586,37 @@ func (s *search) path(idx int32) (steps []Step, depth int, err error) {
 	}
 	n := s.root
 	for i := len(rev) - 1; i >= 0; i-- {
-		ms := moves(s.cfg, &n, s.opts.MaxUserChanges, s.change)
+		ms := s.moves(&n, nil)
 		if int(rev[i]) >= len(ms) {
 			return nil, 0, fmt.Errorf("explore: replaying a path found no move %d (a bug)", rev[i])
 		}
-		st := ms[rev[i]]
-		child, _, err := apply(s.cfg, &n, st, s.opts)
+		mv := ms[rev[i]]
+		child, _, err := s.apply(&n, mv)
 		if err != nil {
 			return nil, 0, fmt.Errorf("explore: replaying a path: %w", err)
 		}
-		if !internal(st) {
-			steps = append(steps, st)
-		}
+		steps = append(steps, mv.steps()...)
 		n = child
 	}
 	return steps, len(rev), nil
 }
 
-// moves lists the steps the actors may take next.
-func moves(cfg *Config, n *node, maxChanges int, change SpecChange) []Step {
+// moves lists the moves the actors may take next, in a fixed order,
+// appended to out.
+func (m *model) moves(n *node, out []move) []move {
+	cfg := m.cfg
 	s, a := &n.state, &n.act
 	if s.Upgraded {
-		return nil // the operator is replaced: this version's story ends
+		return out // the operator is replaced: this version's story ends
 	}
-	var out []Step
+	add := func(st Step) { out = append(out, move{st: st}) }
 	mode := cfg.Source.Mode()
 	// The user.
-	if int(a.changes) < maxChanges {
-		out = append(out, Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: change.patch(change.other(s.CR))})
+	if int(a.changes) < m.opts.MaxUserChanges {
+		toB := !jsonobj.Equal(m.change.other(s.CR), m.change.A)
+		add(m.make(madeKey{kind: 'u', word: strconv.FormatBool(toB)}, func() made {
+			return one(Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbUpdate, Value: m.change.patch(m.change.other(s.CR))}, true)
+		}).st)
 	}
 	// The operator.
 	gen := s.CR.Generation
@@ -465,41 +627,84 @@ func moves(cfg *Config, n *node, maxChanges int, change SpecChange) []Step {
 	}
 	locked := lockHeld(s, a)
 	if !a.migrating && (gen > a.observed || request) {
-		out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg, true, gen, echo)})
+		add(m.report(contract.StatusTrue, gen, echo))
 		if gen > a.observed && !locked {
-			out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg, false, gen, echo)})
+			add(m.report(contract.StatusFalse, gen, echo))
 		}
 	}
 	if a.migrating {
-		out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusValue(cfg, true, a.observed, echo)})
+		add(m.report(contract.StatusTrue, a.observed, echo))
+	}
+	if m.fault(a, FaultUnknown) && !a.migrating && !locked {
+		add(m.report(contract.StatusUnknown, gen, echo))
 	}
 	if mode == v1alpha1.HandshakeOperatorCondition {
 		if want := ocCondition(a.truthTrue); !ocSpecIs(s.OC, want) {
-			out = append(out, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdate, Target: v1alpha1.TargetOperatorCondition,
+			add(Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdate, Target: v1alpha1.TargetOperatorCondition,
 				Value: map[string]interface{}{"spec": map[string]interface{}{"conditions": []interface{}{want}}}})
 		}
 	}
+	if m.opts.Faults.Has(FaultOtherWriter) {
+		if w := m.make(madeKey{kind: 'o', id: s.OC.ID(), word: s.Report.Status}, func() made { return one(operatorWrite(s)) }); w.ok {
+			add(w.st)
+		}
+	}
+	settled := true
 	if cfg.Bridge {
-		out = append(out, bridgeMoves(cfg, n)...)
+		out, settled = m.bridgeMoves(n, out)
+	}
+	// An admin, GitOps.
+	if m.fault(a, FaultDuplicate) {
+		if w := m.make(madeKey{kind: 'd', id: s.OC.ID()}, func() made { return one(duplicateWrite(s)) }); w.ok {
+			add(w.st)
+		}
+	}
+	if m.fault(a, FaultRevert) {
+		if w := m.make(madeKey{kind: 'r', id: s.CR.ID()}, func() made { return one(revertWrite(cfg, s)) }); w.ok {
+			add(w.st)
+		}
+	}
+	if m.fault(a, FaultRecreate) && s.CR.Exists {
+		w := m.make(madeKey{kind: 'c', id: s.CR.ID()}, func() made {
+			del, create := recreateWrites(cfg, s)
+			return made{st: del, then: create, ok: true}
+		})
+		out = append(out, move{st: w.st, then: &w.then, kind: moveRecreate})
 	}
 	if cfg.ReadsOC() && !ocSynced(s.OC) {
-		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition})
+		settled = false
+		add(Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition})
 	}
+	olmMay := settled || !m.opts.SettledChecks
 	// OLM.
 	switch {
 	case a.approved:
-		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade})
+		if olmMay {
+			add(Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpgrade})
+		}
 	case cfg.Bridge && mode == v1alpha1.HandshakeRequestAck && !a.replacing:
-		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: verbReplacement})
+		out = append(out, move{st: Step{Actor: v1alpha1.ActorOLM, Verb: verbReplacement}, kind: moveReplacement})
 	case cfg.Bridge:
-		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck})
+		if olmMay {
+			add(Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck})
+		}
 	case mode == v1alpha1.HandshakeRequestAck && !s.Requested:
-		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbRequest})
+		add(Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbRequest})
 	default:
-		out = append(out, Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck})
+		add(Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbCheck})
 	}
 	return out
 }
+
+// report is the operator's status write of status for generation og,
+// with the echo, made once.
+func (m *model) report(status string, og int64, echo string) Step {
+	return m.make(madeKey{kind: 's', word: status, echo: echo, gen: og}, func() made {
+		return one(Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: statusOf(m.cfg, status, og, echo)}, true)
+	}).st
+}
+
+func isCheck(st Step) bool { return st.Actor == v1alpha1.ActorOLM && st.Verb == v1alpha1.VerbCheck }
 
 // pendingRequest: a request stands that the operator has not answered.
 func pendingRequest(s *State, a *actors) bool {
@@ -513,23 +718,27 @@ func lockHeld(s *State, a *actors) bool {
 }
 
 func ocSpecIs(oc simulate.Object, want map[string]interface{}) bool {
-	spec, _ := oc.Body["spec"].(map[string]interface{})
-	conds, _ := spec["conditions"].([]interface{})
+	conds := ocConditions(oc)
 	return len(conds) == 1 && jsonobj.Equal(conds[0], want)
 }
 
-// ocSynced: OLM's status copy matches the OperatorCondition's spec at
-// its generation, so there is nothing for syncOperatorConditionStatus to do.
+// ocSynced: OLM's status copy says what its next copy of spec.conditions
+// would (syncOperatorConditionStatus: each type as its last entry says,
+// observed at the OperatorCondition's generation), so there is nothing
+// for it to do.
 func ocSynced(oc simulate.Object) bool {
-	spec, _ := oc.Body["spec"].(map[string]interface{})
-	conds, _ := spec["conditions"].([]interface{})
-	if len(conds) != len(oc.Conditions) {
-		return false
-	}
+	conds := ocConditions(oc)
 	for i, c := range conds {
 		m, _ := c.(map[string]interface{})
-		got := oc.Conditions[i]
-		if m["status"] != got.Status || got.ObservedGeneration == nil || *got.ObservedGeneration != oc.Generation {
+		t, _ := m["type"].(string)
+		if later := slices.IndexFunc(conds[i+1:], func(c interface{}) bool {
+			e, _ := c.(map[string]interface{})
+			return e["type"] == t
+		}); later >= 0 {
+			continue // a later entry of the type wins
+		}
+		got := contract.Find(oc.Conditions, t)
+		if got == nil || m["status"] != got.Status || got.ObservedGeneration == nil || *got.ObservedGeneration != oc.Generation {
 			return false
 		}
 	}
@@ -537,29 +746,64 @@ func ocSynced(oc simulate.Object) bool {
 }
 
 // apply runs a move through the core and updates what the actors remember.
-func apply(cfg *Config, n *node, st Step, opts Options) (node, simulate.Outcome, error) {
-	child := node{act: n.act}
-	switch st.Verb {
-	case verbBridgeReads:
-		child.state = n.state
-		bridgeReads(cfg, &child.state, &child.act)
+func (m *model) apply(n *node, mv move) (node, simulate.Outcome, error) {
+	cfg := m.cfg
+	child := node{act: n.act, state: n.state}
+	a := &child.act
+	a.owned = false
+	switch mv.kind {
+	case moveRead:
+		m.read(&child.state, a, int(mv.replica))
 		return child, simulate.Outcome{}, nil
-	case verbReplacement:
-		child.state = n.state
-		child.act.replacing = true
+	case moveReplacement:
+		a.replacing = true
+		return child, simulate.Outcome{}, nil
+	case moveRestart:
+		*a.edit(0) = replica{}
+		a.used |= FaultRestart
+		return child, simulate.Outcome{}, nil
+	case moveStop:
+		*a.edit(0) = replica{down: true}
+		a.used |= FaultStop
 		return child, simulate.Outcome{}, nil
 	}
-	s, out, err := simulate.Next(cfg, n.state, st)
+	s, out, err := simulate.Next(cfg, n.state, mv.st)
 	if err != nil {
 		return child, out, err
 	}
+	if mv.then != nil {
+		var more simulate.Outcome
+		if s, more, err = simulate.Next(cfg, s, *mv.then); err != nil {
+			return child, out, err
+		}
+		out.Violations = append(out.Violations, more.Violations...)
+		out.Step = more.Step
+	}
 	child.state = s
-	a := &child.act
+	if n.state.Requested && !s.Requested && !s.Upgraded {
+		a.answered = 0 // the request left the CR: the operator's answer with it
+	}
+	if cfg.Bridge {
+		m.conflicts(n, &child, mv)
+	}
+	st := mv.st
 	switch {
+	case mv.kind == moveBridgeRequest:
+		m.requestWritten(&s, a, int(mv.replica))
+	case mv.kind == moveBridgeWrite:
+		a.edit(int(mv.replica)).write = nil
+	case mv.kind == moveStopWrite:
+		*a.edit(0) = replica{down: true}
+		a.used |= FaultStop
+	case mv.kind == moveRecreate:
+		// A new object: the operator reconciles it from the start.
+		a.used |= FaultRecreate
+		a.observed, a.migrating, a.answered, a.truthTrue = 0, false, 0, false
 	case st.Actor == v1alpha1.ActorUser:
 		a.changes++
 	case st.Actor == v1alpha1.ActorOperator && st.Verb == v1alpha1.VerbUpdateStatus:
-		ok := reportTrue(st.Value)
+		status := reportStatus(st.Value)
+		ok := status == contract.StatusTrue
 		og := reportOG(st.Value)
 		if a.migrating { // finishing
 			a.migrating = false
@@ -568,13 +812,16 @@ func apply(cfg *Config, n *node, st Step, opts Options) (node, simulate.Outcome,
 			a.migrating = !ok
 		}
 		a.truthTrue = ok
+		if status == contract.StatusUnknown {
+			a.used |= FaultUnknown
+		}
 		if n.state.Requested {
 			a.answered = n.state.Token
 		}
-	case st.Actor == v1alpha1.ActorBridge && st.Verb == v1alpha1.VerbRequest:
-		a.bridgeRequest = false
-	case st.Actor == v1alpha1.ActorBridge:
-		a.bridgeWrite = nil
+	case st.Actor == v1alpha1.ActorAdmin && st.Target == v1alpha1.TargetOperatorCondition:
+		a.used |= FaultDuplicate
+	case st.Actor == v1alpha1.ActorAdmin:
+		a.used |= FaultRevert
 	case st.Verb == v1alpha1.VerbUpgrade:
 		a.replacing = false
 	case st.Verb == v1alpha1.VerbCheck:
@@ -587,13 +834,16 @@ func apply(cfg *Config, n *node, st Step, opts Options) (node, simulate.Outcome,
 	return child, out, nil
 }
 
-func reportTrue(status map[string]interface{}) bool {
+// reportStatus is the status of the operator's report: its first gated
+// condition's.
+func reportStatus(status map[string]interface{}) string {
 	conds, _ := status["conditions"].([]interface{})
 	if len(conds) == 0 {
-		return false
+		return ""
 	}
 	m, _ := conds[0].(map[string]interface{})
-	return m["status"] == contract.StatusTrue
+	s, _ := m["status"].(string)
+	return s
 }
 
 func reportOG(status map[string]interface{}) int64 {
@@ -606,12 +856,25 @@ func reportOG(status map[string]interface{}) int64 {
 	return g
 }
 
+// stateKey is a state's key in the visited set: the first 128 bits of
+// the SHA-256 of its encoding. A set of fixed-size keys without pointers
+// is cheap to hash and costs the garbage collector nothing; two states
+// alike in 128 bits of SHA-256 are not met in any search this size.
+type stateKey [16]byte
+
+func (m *model) key(n *node) stateKey {
+	m.buf = m.encode(m.buf[:0], n)
+	sum := sha256.Sum256(m.buf)
+	return stateKey(sum[:16])
+}
+
 // encode writes what distinguishes a state, with every generation relative
-// to the CR's: a few dozen bytes.
-func encode(cfg *Config, n *node, change SpecChange) string {
+// to its object's: a few dozen bytes, appended to b. What is read from
+// the CR and the OperatorCondition is written once per object (objCode).
+func (m *model) encode(b []byte, n *node) []byte {
+	cfg := m.cfg
 	s, a := &n.state, &n.act
 	g := s.CR.Generation
-	b := make([]byte, 0, 48)
 	rel := func(v int64) { b = binary.AppendVarint(b, v-g) }
 	flag := func(v bool) {
 		if v {
@@ -620,35 +883,8 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 			b = append(b, 0)
 		}
 	}
-	flag(s.CR.Exists)
-	cur, _ := nested(s.CR.Body, change.Path)
-	flag(jsonobj.Equal(cur, change.B))
-	b = append(b, tokenByte(s, cfg))
-	for _, c := range s.CR.Conditions {
-		b = append(b, c.Status[0])
-		if c.ObservedGeneration != nil {
-			rel(*c.ObservedGeneration)
-		}
-	}
-	b = append(b, '|')
-	b = append(b, contract.EchoOf(s.CR.Status, cfg.Source)...)
-	b = append(b, '|')
-	// The OperatorCondition, relative to its own generation.
-	spec2, _ := s.OC.Body["spec"].(map[string]interface{})
-	if conds, ok := spec2["conditions"].([]interface{}); ok && len(conds) > 0 {
-		m, _ := conds[0].(map[string]interface{})
-		b = append(b, fmt.Sprint(m["status"])[0])
-		if cfg.Bridge { // the bridge writes again when its reason changes
-			b = append(b, fmt.Sprint(m["reason"])...)
-		}
-	}
-	for _, c := range s.OC.Conditions {
-		b = append(b, c.Status[0])
-		if c.ObservedGeneration != nil {
-			b = binary.AppendVarint(b, *c.ObservedGeneration-s.OC.Generation)
-		}
-	}
-	b = append(b, '|')
+	b = append(b, m.objCode(&s.CR, false)...)
+	b = append(b, m.objCode(&s.OC, true)...)
 	b = binary.AppendVarint(b, s.Token)
 	flag(s.Requested)
 	flag(s.Acked)
@@ -658,11 +894,11 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 	}
 	flag(s.Report.Made())
 	if s.Report.Made() {
-		b = append(b, []byte(s.Report.Status + " ")[0])
+		b = append(b, firstByte(s.Report.Status))
 		rel(s.Report.ObservedGeneration)
 	}
 	for i := range cfg.Policies {
-		b = append(b, []byte(string(s.Checked[i].Verdict) + " ")[0])
+		b = append(b, firstByte(string(s.Checked[i].Verdict)))
 	}
 	rel(a.observed)
 	flag(a.migrating)
@@ -671,22 +907,201 @@ func encode(cfg *Config, n *node, change SpecChange) string {
 	flag(a.approved)
 	b = append(b, byte(a.changes))
 	if cfg.Bridge {
-		flag(a.bridgeRequest)
 		flag(a.replacing)
-		b = append(b, '|')
-		for _, c := range a.bridgeWrite {
-			m, _ := c.(map[string]interface{})
-			b = append(b, fmt.Sprint(m["status"], m["reason"])...)
-		}
+		b = binary.AppendUvarint(b, uint64(a.used))
+		b = m.encodeProcesses(b, s, a)
 	}
-	return string(b)
+	return b
 }
 
-func tokenByte(s *State, cfg *Config) byte {
+// objCode is the CR's or the OperatorCondition's part of the encoding,
+// made once per object.
+func (m *model) objCode(o *simulate.Object, oc bool) string {
+	if m.opts.NoMemo {
+		// Without the memo no two states share an object: nothing to
+		// remember, and remembering would keep every object alive.
+		return string(m.code(nil, o, oc))
+	}
+	k := codeKey{o.ID(), oc}
+	if c, ok := m.codes[k]; ok {
+		return c
+	}
+	c := string(m.code(nil, o, oc))
+	if len(m.codes) > maxCached {
+		clear(m.codes)
+	}
+	m.codes[k] = c
+	return c
+}
+
+func (m *model) code(b []byte, o *simulate.Object, oc bool) []byte {
+	if oc {
+		return m.ocCode(b, o)
+	}
+	return m.crCode(b, o)
+}
+
+// codeKey is an object's in the codes; oc tells the OperatorCondition's
+// from the CR's.
+type codeKey struct {
+	id simulate.ObjectID
+	oc bool
+}
+
+// crCode is what the model reads of the CR, generations relative to its
+// own: the user's field, the conditions, the echo, and under the bridge
+// the token and the bridge's record of the request.
+func (m *model) crCode(b []byte, o *simulate.Object) []byte {
+	cfg, g := m.cfg, o.Generation
+	b = append(b, boolByte(o.Exists))
+	cur, _ := nested(o.Body, m.change.Path)
+	b = append(b, boolByte(jsonobj.Equal(cur, m.change.B)))
+	b = append(b, tokenByte(o, cfg))
+	for _, c := range o.Conditions {
+		b = append(b, c.Status[0])
+		if c.ObservedGeneration != nil {
+			b = binary.AppendVarint(b, *c.ObservedGeneration-g)
+		}
+	}
+	b = append(b, '|')
+	b = append(b, contract.EchoOf(o.Status, cfg.Source)...)
+	b = append(b, '|')
+	if cfg.Bridge {
+		if token, ok := cfg.TokenOn(*o); ok {
+			b = append(b, token...)
+		}
+		b = append(b, '|')
+		uid, _ := o.Meta["uid"].(string)
+		b = appendRecord(b, m.record(recordOn(*o)), g, uid)
+	}
+	return b
+}
+
+// ocCode is what the model reads of the OperatorCondition, generations
+// relative to its own: the first entry of spec.conditions (every entry,
+// with its reason, under the bridge, which writes again when its reason
+// changes), OLM's copy in status, and under the bridge who keeps the
+// entry.
+func (m *model) ocCode(b []byte, o *simulate.Object) []byte {
+	for i, c := range ocConditions(*o) {
+		if i > 0 && !m.cfg.Bridge {
+			break
+		}
+		e, _ := c.(map[string]interface{})
+		status, _ := e["status"].(string)
+		b = append(b, firstByte(status))
+		if m.cfg.Bridge {
+			b = appendWord(b, e["reason"])
+		}
+	}
+	for _, c := range o.Conditions {
+		b = append(b, c.Status[0])
+		if c.ObservedGeneration != nil {
+			b = binary.AppendVarint(b, *c.ObservedGeneration-o.Generation)
+		}
+	}
+	b = append(b, '|')
+	if m.cfg.Bridge && o.Exists {
+		w := m.otherWriter(o)
+		b = append(b, w.other...)
+		if w.own {
+			b = append(b, '=')
+		}
+		b = append(b, '|')
+	}
+	return b
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// encodeProcesses adds the bridge's processes: their pending writes and
+// memory, generations relative to the CR's.
+func (m *model) encodeProcesses(b []byte, s *State, a *actors) []byte {
+	g := s.CR.Generation
+	uid, _ := s.CR.Meta["uid"].(string)
+	for i := 0; i < m.replicas(); i++ {
+		r := a.replica(i)
+		switch {
+		case r.down:
+			b = append(b, 'D')
+		case r.request != nil:
+			b = append(b, 'R')
+			if r.request.Withdraw {
+				b = append(b, 'W')
+			}
+			b = appendRecord(b, &r.request.Record, g, uid)
+		}
+		if r.write != nil {
+			b = append(b, r.write.code...)
+		}
+		if w := r.remembered(); m.bridge.Remembers && w.Standing {
+			b = binary.AppendVarint(b, w.Token)
+			b = binary.AppendVarint(b, w.Generation-g)
+		}
+		b = append(b, '|')
+	}
+	return b
+}
+
+// record reads the bridge's record annotation, once per text.
+func (m *model) record(text string) *bridge.RequestRecord {
+	if text == "" {
+		return nil
+	}
+	if r, ok := m.records[text]; ok {
+		return r
+	}
+	r := bridge.RecordOf(&unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{
+		"annotations": map[string]interface{}{bridge.AnnotationRequest: text}}}})
+	if len(m.records) > maxCached {
+		clear(m.records)
+	}
+	m.records[text] = r
+	return r
+}
+
+// firstByte is s's first byte, or a space.
+func firstByte(s string) byte {
+	if s == "" {
+		return ' '
+	}
+	return s[0]
+}
+
+// appendWord appends a string value and a terminator.
+func appendWord(b []byte, v interface{}) []byte {
+	s, _ := v.(string)
+	return append(append(b, s...), 0)
+}
+
+// appendRecord encodes a request record relative to the CR: its token,
+// whether it names the replacing CSV, its generation and whether its UID
+// is the CR's.
+func appendRecord(b []byte, r *bridge.RequestRecord, g int64, uid string) []byte {
+	if r == nil {
+		return append(b, '-')
+	}
+	b = binary.AppendVarint(b, r.Token)
+	b = append(b, r.CSV...)
+	b = append(b, 0)
+	b = binary.AppendVarint(b, r.Generation-g)
+	if string(r.UID) == uid {
+		b = append(b, '=')
+	}
+	return b
+}
+
+func tokenByte(o *simulate.Object, cfg *Config) byte {
 	if r := cfg.Source.Request(); r != nil && r.SpecPath != "" {
-		v, _, _ := unstructured.NestedFieldNoCopy(s.CR.Body, v1alpha1.FieldPath(r.SpecPath)...)
-		if n, err := strconv.Atoi(fmt.Sprint(v)); err == nil {
-			return byte(n)
+		if text, ok := cfg.TokenOn(*o); ok {
+			if n, err := strconv.Atoi(text); err == nil {
+				return byte(n)
+			}
 		}
 	}
 	return 0

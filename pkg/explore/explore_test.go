@@ -40,11 +40,16 @@ func exploreDir(t testing.TB, dir string, p contract.Policy, depth int) (*Config
 // exploreWith explores a bundle, with the bridge writing the
 // OperatorCondition when bridge is set.
 func exploreWith(t testing.TB, dir string, p contract.Policy, depth int, bridge bool) (*Config, *Result) {
+	return exploreWithFaults(t, dir, p, depth, bridge, 0)
+}
+
+// exploreWithFaults is exploreWith with the bridge's faults.
+func exploreWithFaults(t testing.TB, dir string, p contract.Policy, depth int, bridge bool, faults Faults) (*Config, *Result) {
 	ctx, err := source.FromBundle(dir)
 	require.NoError(t, err)
 	cfg := simulate.ContextConfig(ctx, []contract.Policy{p}, p)
 	cfg.Bridge = bridge
-	res, err := Run(context.Background(), cfg, Options{Depth: depth})
+	res, err := Run(context.Background(), cfg, Options{Depth: depth, Faults: faults})
 	require.NoError(t, err)
 	return cfg, res
 }
@@ -158,16 +163,24 @@ func TestExploreSaysNeverUpgradeable(t *testing.T) {
 // and policy as a StatusTrace and replays it: it must show the same
 // violation at the same step.
 func TestCounterexamplesReplay(t *testing.T) {
+	testutil.Long(t)
 	count := 0
 	type run struct {
 		bundle string
 		bridge bool
+		faults Faults
+		depth  int
 	}
 	var runs []run
 	for _, b := range []string{"none", "operatorcondition", "request-spec", "request-annotation", "request-annotation-ack"} {
-		runs = append(runs, run{bundle: b})
+		runs = append(runs, run{bundle: b, depth: DefaultDepth})
 		if b != "operatorcondition" {
-			runs = append(runs, run{bundle: b, bridge: true})
+			runs = append(runs, run{bundle: b, bridge: true, depth: DefaultDepth},
+				// Every fault's steps (the bridge's request patches, the
+				// admin's and the operator's OperatorCondition writes
+				// with their field managers, the CR made again), at a
+				// depth that keeps this test to seconds.
+				run{bundle: b, bridge: true, faults: AllFaults, depth: 10})
 		}
 	}
 	for _, r := range runs {
@@ -175,8 +188,11 @@ func TestCounterexamplesReplay(t *testing.T) {
 		if r.bridge {
 			b += "+bridge"
 		}
+		if r.faults != 0 {
+			b += "+faults"
+		}
 		for _, p := range contract.Policies() {
-			cfg, res := exploreWith(t, handshakeBundle(r.bundle), p, DefaultDepth, r.bridge)
+			cfg, res := exploreWithFaults(t, handshakeBundle(r.bundle), p, r.depth, r.bridge, r.faults)
 			dir := t.TempDir()
 			files, err := WriteCounterexamples(dir, cfg, res)
 			require.NoError(t, err)
@@ -205,7 +221,7 @@ func TestCounterexamplesReplay(t *testing.T) {
 			}
 		}
 	}
-	assert.GreaterOrEqual(t, count, 20)
+	assert.GreaterOrEqual(t, count, 40)
 }
 
 // TestExploreWithTheBridge is issue 19's model check: with the bridge
@@ -216,6 +232,7 @@ func TestCounterexamplesReplay(t *testing.T) {
 // handshake that can tell an answer leaves no violation at the default
 // depth under any policy; an annotation request without an echo cannot.
 func TestExploreWithTheBridge(t *testing.T) {
+	testutil.Long(t)
 	tests := []struct {
 		name   string
 		bundle string
@@ -365,12 +382,18 @@ func TestTraceYAMLRoundTrip(t *testing.T) {
 // collections during the search found it, sampled every millisecond);
 // states/s-with-load counts the bundle's loading too. The memo's anchor is
 // the same search deciding every write afresh (nomemo), in the same run.
+//
+// The bridge+faults cases are the bridge's model with every fault on
+// (Options.Faults, AllFaults) at the default depth, as the README's
+// fault table runs them.
 func BenchmarkExplore(b *testing.B) {
-	for _, name := range []string{"none/depth20", "request-spec/depth20", "operatorcondition/depth20", "operatorcondition/nomemo/depth20", "operatorcondition/depth28"} {
+	for _, name := range []string{"none/depth20", "request-spec/depth20", "operatorcondition/depth20", "operatorcondition/nomemo/depth20", "operatorcondition/depth28",
+		"none/bridge+faults/depth16", "request-spec/bridge+faults/depth16"} {
 		b.Run(name, func(b *testing.B) {
 			rest, depthText, _ := strings.Cut(name, "/depth")
 			depth, err := strconv.Atoi(depthText)
 			require.NoError(b, err)
+			rest, faults := strings.CutSuffix(rest, "/bridge+faults")
 			bundle, noMemo := strings.CutSuffix(rest, "/nomemo")
 			var states int
 			var searching time.Duration
@@ -379,6 +402,10 @@ func BenchmarkExplore(b *testing.B) {
 				ctx, err := source.FromBundle(handshakeBundle(bundle))
 				require.NoError(b, err)
 				cfg := simulate.ContextConfig(ctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
+				opts := Options{Depth: depth, NoMemo: noMemo}
+				if faults {
+					cfg.Bridge, opts.Faults = true, AllFaults
+				}
 				runtime.GC()
 				base := heapObjects()
 				done := make(chan struct{})
@@ -399,7 +426,7 @@ func BenchmarkExplore(b *testing.B) {
 						}
 					}
 				}()
-				res, err := Run(context.Background(), cfg, Options{Depth: depth, NoMemo: noMemo})
+				res, err := Run(context.Background(), cfg, opts)
 				close(done)
 				peak := <-sampled
 				require.NoError(b, err)
@@ -521,21 +548,31 @@ spec:
 // the same counterexamples with the same steps, for every handshake, with
 // and without the bridge, and on a CRD with a CEL rule (no shifting).
 func TestMemoChangesNothing(t *testing.T) {
+	testutil.Long(t)
 	type run struct {
-		name   string
-		dir    string
-		bridge bool
+		name     string
+		dir      string
+		bridge   bool
+		faults   Faults
+		policies []contract.Policy
+		depth    int
 	}
 	var runs []run
 	for _, b := range []string{"none", "operatorcondition", "request-spec", "request-annotation", "request-annotation-ack"} {
-		runs = append(runs, run{name: b, dir: handshakeBundle(b)})
+		runs = append(runs, run{name: b, dir: handshakeBundle(b), policies: contract.Policies(), depth: 12})
 		if b != "operatorcondition" {
-			runs = append(runs, run{name: b + "+bridge", dir: handshakeBundle(b), bridge: true})
+			runs = append(runs, run{name: b + "+bridge", dir: handshakeBundle(b), bridge: true, policies: contract.Policies(), depth: 12})
 		}
 	}
-	runs = append(runs, run{name: "a CEL rule on the conditions", dir: filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "rules", "status-write-rejected", "pass")})
+	// Every fault, where the writes are most varied (the faults' writes
+	// go through the memo like the rest; deciding each afresh is slow, so
+	// one policy and a shallower search).
+	for _, b := range []string{"none", "request-spec", "request-annotation-ack"} {
+		runs = append(runs, run{name: b + "+bridge+faults", dir: handshakeBundle(b), bridge: true, faults: AllFaults, policies: []contract.Policy{contract.PolicyOLM}, depth: 8})
+	}
+	runs = append(runs, run{name: "a CEL rule on the conditions", dir: filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "rules", "status-write-rejected", "pass"), policies: contract.Policies(), depth: 12})
 	for _, r := range runs {
-		for _, p := range contract.Policies() {
+		for _, p := range r.policies {
 			t.Run(r.name+"/"+string(p), func(t *testing.T) {
 				ctx, err := source.FromBundle(r.dir)
 				require.NoError(t, err)
@@ -543,7 +580,7 @@ func TestMemoChangesNothing(t *testing.T) {
 				for i, noMemo := range []bool{false, true} {
 					cfg := simulate.ContextConfig(ctx, []contract.Policy{p}, p)
 					cfg.Bridge = r.bridge
-					results[i], err = Run(context.Background(), cfg, Options{Depth: 12, NoMemo: noMemo})
+					results[i], err = Run(context.Background(), cfg, Options{Depth: r.depth, NoMemo: noMemo, Faults: r.faults})
 					require.NoError(t, err)
 				}
 				with, without := results[0], results[1]

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
@@ -20,6 +21,10 @@ type Bridge struct {
 	// Deployment is the install strategy's deployment the sidecar joins;
 	// empty: the declared one, else the only one.
 	Deployment string
+	// MetricsSecure has the sidecar serve its metrics off localhost, behind
+	// the apiserver's authentication and authorization
+	// (sidecar.Options.SecureMetrics); only for a container it adds.
+	MetricsSecure bool
 }
 
 // policyRule is an RBAC rule in the order Kubernetes' tools write it
@@ -45,13 +50,18 @@ func path(tokens ...string) []string {
 // BridgeOps plans what the bridge needs in the CSV, as ops on its
 // document (obj is the CSV as parsed, csv the same decoded): the sidecar
 // container (sidecar.Container) in the chosen deployment, or its image
-// updated; the rules sidecar.Needs lists that the deployment's service
-// account is not granted yet (sidecar.Missing), in a permissions entry of
-// that account (clusterPermissions for a cluster-scoped kind or a pinned
-// namespace); and the declaration, which the caller writes as an
-// annotation. Nothing is planned for what is already there, so a second
-// run plans nothing.
+// updated and the status source's variable (sidecar.StatusSourceEnv) added
+// to it when it lacks one; the rules sidecar.Bridge.Needs lists that the
+// deployment's service account is not granted yet (sidecar.Missing), by
+// name, in a permissions entry of that account (clusterPermissions for a
+// cluster-scoped kind or a pinned namespace); and the declaration, which
+// the caller writes as an annotation. Nothing is planned for what is
+// already there, so a second run plans nothing. A status source with the
+// OperatorCondition handshake is refused (sidecar.OneWriter).
 func BridgeOps(obj map[string]interface{}, csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusSource, c *crd.CRD, b Bridge) ([]Op, sidecar.Declaration, error) {
+	if err := sidecar.OneWriter(src); err != nil {
+		return nil, sidecar.Declaration{}, fmt.Errorf("--bridge: %w", err)
+	}
 	install := csv.Spec.InstallStrategy.StrategySpec
 	if len(install.DeploymentSpecs) == 0 {
 		return nil, sidecar.Declaration{}, fmt.Errorf("the CSV has no deployments in its install strategy (an operator-sdk base CSV?): the bridge goes into the bundle's CSV that `make bundle` writes; run generate --bridge on that bundle")
@@ -87,32 +97,50 @@ func BridgeOps(obj map[string]interface{}, csv *operatorsv1alpha1.ClusterService
 	d := install.DeploymentSpecs[dep]
 	containers := path("deployments", strconv.Itoa(dep), "spec", "template", "spec", "containers")
 	var ops []Op
-	found := false
+	var bridgeContainer *corev1.Container
 	for j, ctr := range d.Spec.Template.Spec.Containers {
 		if ctr.Name != decl.Container {
 			continue
 		}
-		found = true
+		at := append(append([]string{}, containers...), strconv.Itoa(j))
+		if b.MetricsSecure && !sidecar.SecureMetrics(ctr) {
+			return nil, decl, fmt.Errorf("deployment %q already has the bridge's container %q, without --%s: generate adds the container but does not rewrite it; take it out and run generate --bridge again", decl.Deployment, ctr.Name, sidecar.FlagMetricsSecure)
+		}
 		if ctr.Image != b.Image {
-			ops = append(ops, Op{Path: append(append([]string{}, containers...), strconv.Itoa(j), "image"), Value: b.Image})
+			ops = append(ops, Op{Path: append(append([]string{}, at...), "image"), Value: b.Image})
+		}
+		bridgeContainer = ctr.DeepCopy()
+		if !sidecar.SourceFromEnv(ctr) {
+			// A container an older generate wrote reads the running
+			// CSV; the variable spares it that permission.
+			env := append(append([]string{}, at...), "env")
+			if ctr.Env == nil { // absent or null
+				ops = append(ops, Op{Path: env, Value: []corev1.EnvVar{sidecar.StatusSourceEnv()}})
+			} else {
+				ops = append(ops, Op{Path: append(env, "-"), Value: sidecar.StatusSourceEnv()})
+			}
+			bridgeContainer.Env = append(bridgeContainer.Env, sidecar.StatusSourceEnv())
 		}
 	}
-	if !found {
+	if bridgeContainer == nil {
 		metrics, probe := sidecar.Ports(d.Spec.Template.Spec)
-		ops = append(ops, Op{Path: append(containers, "-"), Value: sidecar.Container(b.Image, metrics, probe)})
+		ctr := sidecar.Container(sidecar.Options{Image: b.Image, MetricsPort: metrics, ProbePort: probe, SecureMetrics: b.MetricsSecure})
+		ops = append(ops, Op{Path: append(containers, "-"), Value: ctr})
+		bridgeContainer = &ctr
 	}
 
 	sa := bundle.ServiceAccount(d)
-	missing := sidecar.Missing(install, sa, sidecar.Needs(src, csv.Name, c.Plural(), c.Namespaced()))
-	for _, key := range []string{"permissions", "clusterPermissions"} {
+	needs := sidecar.Bridge{Source: src, CSV: csv.Name, Plural: c.Plural(), Namespaced: c.Namespaced(), Container: *bridgeContainer}.Needs()
+	missing := sidecar.Missing(install, sa, needs)
+	for _, cluster := range []bool{false, true} {
 		var rules []policyRule
 		for _, m := range missing {
-			if m.Cluster == (key == "clusterPermissions") {
-				rules = append(rules, policyRule{APIGroups: m.APIGroups, Resources: m.Resources, Verbs: m.Verbs})
+			if m.Cluster == cluster {
+				rules = append(rules, policyRule{APIGroups: m.APIGroups, Resources: m.Resources, ResourceNames: m.ResourceNames, Verbs: m.Verbs})
 			}
 		}
 		if len(rules) > 0 {
-			ops = append(ops, permissionOps(obj, key, sa, rules)...)
+			ops = append(ops, permissionOps(obj, sidecar.Field(cluster), sa, rules)...)
 		}
 	}
 	return ops, decl, nil

@@ -192,8 +192,11 @@ func TestCorpusBridgeRoundTrip(t *testing.T) {
 			assert.Equal(t, res.Bridge.String(), newCSV.Annotations[sidecar.AnnotationKey])
 			c := findCRD(mustCRDs(t, root), group, kind)
 			require.NotNil(t, c)
-			assert.Empty(t, sidecar.Missing(install, bundle.ServiceAccount(install.DeploymentSpecs[dep]),
-				sidecar.Needs(res.Derivation.Source, newCSV.Name, c.Plural(), c.Namespaced())), "every rule the bridge needs is granted")
+			b := sidecar.Bridge{Source: res.Derivation.Source, CSV: newCSV.Name, Plural: c.Plural(), Namespaced: c.Namespaced(),
+				Container: install.DeploymentSpecs[dep].Spec.Template.Spec.Containers[ctr]}
+			sa := bundle.ServiceAccount(install.DeploymentSpecs[dep])
+			assert.Empty(t, sidecar.Missing(install, sa, b.Needs()), "every rule the bridge needs is granted")
+			assert.Empty(t, b.Broad(install, sa), "no rule is broader than the bridge needs")
 
 			assert.Equal(t, findingSet(plain.Findings), findingSet(res.Findings), "validate says the same with the bridge as without it")
 			for _, f := range res.Findings {

@@ -162,6 +162,65 @@ func (s *State) Request() contract.Request {
 	return contract.Request{Standing: s.Requested, Token: s.Token, Value: s.TokenValue, Generation: s.ReqGen}
 }
 
+// requester names who writes a request step's token: OLM's request, or
+// the bridge's in OLM's stead.
+func requester(st Step) string {
+	if st.Actor == v1alpha1.ActorBridge {
+		return "bridge"
+	}
+	return "OLM"
+}
+
+// TokenOn is the handshake token the CR o holds, as text (5 and "5" read
+// alike): at the request's spec path, or in its annotation.
+func (c *Config) TokenOn(o Object) (string, bool) {
+	r := c.request()
+	if r == nil || !o.Exists {
+		return "", false
+	}
+	if r.SpecPath != "" {
+		// contract.TokenAt at the path, found without making its slice:
+		// the explorer asks this of every state.
+		parent, last := o.Body, ""
+		for part := range strings.SplitSeq(strings.TrimPrefix(r.SpecPath, "."), ".") {
+			if last != "" {
+				if parent, _ = parent[last].(map[string]interface{}); parent == nil {
+					return "", false
+				}
+			}
+			last = part
+		}
+		field := [1]string{last}
+		return contract.TokenAt(parent, field[:])
+	}
+	anns, _ := o.Meta["annotations"].(map[string]interface{})
+	token, ok := anns[r.Annotation].(string)
+	return token, ok
+}
+
+// requestOnCR is the request after the bridge wrote one: a token on the
+// CR other than the standing one's is a new request (numbered by its
+// token when it is a number); the standing token written again changes
+// nothing (a second replica's same request); no token (a withdrawal, or a
+// request the apiserver pruned) is no request.
+func requestOnCR(cfg *Config, s State) State {
+	token, ok := cfg.TokenOn(s.CR)
+	switch {
+	case !ok:
+		s.Requested, s.Acked = false, false
+	case s.Requested && token == s.TokenValue:
+	default:
+		if n, err := strconv.ParseInt(token, 10, 64); err == nil {
+			s.Token = n
+		} else {
+			s.Token++
+		}
+		s.TokenValue = token
+		s.Requested, s.ReqGen, s.ReqStep, s.Acked = true, s.CR.Generation, s.Steps, false
+	}
+	return s
+}
+
 // Made reports whether the operator has reported, and with what status
 // and observedGeneration.
 func (r Report) Made() bool { return r.made }
@@ -303,10 +362,19 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		}
 	case st.Verb == v1alpha1.VerbRequest:
 		if cfg.request() == nil {
-			return fail("OLM request, but the status source declares no RequestAck handshake")
+			return fail("%s request, but the status source declares no RequestAck handshake", requester(st))
 		}
 		if !s.CR.Exists {
-			return fail("OLM request before the CR exists")
+			return fail("%s request before the CR exists", requester(st))
+		}
+		if patch, ok := st.Value["patch"].(map[string]interface{}); ok {
+			// The bridge's request as it writes it: the request is what
+			// the CR holds after the write.
+			if w, err = updateCR(cfg, s.CR, patch); err == nil && w.refused == nil {
+				s.CR = w.obj
+				s = requestOnCR(cfg, s)
+			}
+			break
 		}
 		token := strconv.FormatInt(s.Token+1, 10)
 		if tv, ok := st.Value["token"].(string); ok && tv != "" {
@@ -330,6 +398,18 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 	}
 	if err != nil {
 		return fail("%v", err)
+	}
+	if cfg.Bridge && s.Requested && st.Target == v1alpha1.TargetSource && st.Verb != v1alpha1.VerbRequest {
+		// Under the bridge the request is what the CR holds: a write that
+		// takes the token off (a revert, the CR deleted or made again)
+		// withdraws it, and the operator's answer with it.
+		if token, ok := cfg.TokenOn(s.CR); !ok || token != s.TokenValue {
+			s.Requested, s.Acked = false, false
+		}
+	}
+	if w.overwritten != "" {
+		*v = append(*v, violation(RuleOperatorConditionOverwritten, "", st, s.Steps, s,
+			fmt.Sprintf("the bridge (%s) wrote the OperatorCondition's spec.conditions, which %s keeps (managedFields): two writers overwrite each other's Upgradeable entry, and OLM gates on whichever wrote last", manager(st), w.overwritten)))
 	}
 	if w.refused != nil {
 		msg := fmt.Sprintf("the apiserver refuses this %s (%s): %s; on a cluster it changes nothing", st.Action(), refusedBy(cfg, st), w.refused.Error())
@@ -400,6 +480,9 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 	if st.Verb == v1alpha1.VerbUpgrade {
 		if cfg.mode() == v1alpha1.HandshakeRequestAck && !s.Acked {
 			msg := "upgrade, but no upgrade request was made"
+			if s.Token > 0 {
+				msg = "upgrade, but no upgrade request stands (the last one was taken off the CR)"
+			}
 			if s.Requested {
 				msg = fmt.Sprintf("upgrade, but the operator never answered request %d (step %d) with Upgradeable=True", s.Token, s.ReqStep)
 			}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
@@ -29,15 +30,20 @@ import (
 // maps. A Memo is not safe for concurrent use.
 type Memo struct {
 	answers map[digest]memoEntry
-	keys    map[objectID]digest
+	keys    map[ObjectID]digest
 	syncs   map[digest]syncEntry
 	// abstract are the answers of abstract questions; abstractKeys are
 	// objects' abstract encodings; valid caches Values.Valid.
 	abstract     map[digest]memoEntry
-	abstractKeys map[objectID]abstractKey
+	abstractKeys map[ObjectID]abstractKey
 	valid        map[leafValue]bool
 	// defaultOC is the empty OperatorCondition OLM's generator creates.
 	defaultOC *Object
+	// others are OperatorConditions' other writers (Config.otherWriter).
+	others map[ObjectID]string
+	// byIdentity are an exploration's answers by the identity of the
+	// question's maps (ask).
+	byIdentity map[identityKey]memoEntry
 	// keepHits also remembers an abstract hit as an exact answer (explore
 	// meets the same question again in other interleavings; a replay
 	// meets each once).
@@ -60,9 +66,9 @@ func NewMemo() *Memo { return newMemo(true, maxMemo, 4*maxMemo) }
 func NewReplayMemo() *Memo { return newMemo(false, maxReplayMemo, maxReplayKeys) }
 
 func newMemo(keepHits bool, maxAnswers, maxKeys int) *Memo {
-	return &Memo{answers: map[digest]memoEntry{}, keys: map[objectID]digest{}, syncs: map[digest]syncEntry{},
-		abstract: map[digest]memoEntry{}, abstractKeys: map[objectID]abstractKey{}, valid: map[leafValue]bool{},
-		keepHits: keepHits, maxAnswers: maxAnswers, maxKeys: maxKeys}
+	return &Memo{answers: map[digest]memoEntry{}, keys: map[ObjectID]digest{}, syncs: map[digest]syncEntry{},
+		abstract: map[digest]memoEntry{}, abstractKeys: map[ObjectID]abstractKey{}, valid: map[leafValue]bool{}, others: map[ObjectID]string{},
+		byIdentity: map[identityKey]memoEntry{}, keepHits: keepHits, maxAnswers: maxAnswers, maxKeys: maxKeys}
 }
 
 const (
@@ -484,12 +490,17 @@ type abstractKey struct {
 	values *numbered
 }
 
-// objectID is an Object's identity: its maps (never written to once in an
-// Object) and its generation.
-type objectID struct {
+// ObjectID is an Object's identity: its maps (never written to once in an
+// Object) and its generation. Two Objects with one ID hold one content,
+// so it keys what is computed from an object once (a map keyed by it
+// keeps its objects' maps alive).
+type ObjectID struct {
 	meta, body, status unsafe.Pointer
 	gen                int64
 }
+
+// ID is o's identity.
+func (o *Object) ID() ObjectID { return idOf(o) }
 
 func mapPointer(m map[string]interface{}) unsafe.Pointer {
 	if m == nil {
@@ -498,8 +509,8 @@ func mapPointer(m map[string]interface{}) unsafe.Pointer {
 	return reflect.ValueOf(m).UnsafePointer()
 }
 
-func idOf(o *Object) objectID {
-	return objectID{mapPointer(o.Meta), mapPointer(o.Body), mapPointer(o.Status), o.Generation}
+func idOf(o *Object) ObjectID {
+	return ObjectID{mapPointer(o.Meta), mapPointer(o.Body), mapPointer(o.Status), o.Generation}
 }
 
 // key is the digest of o's content, computed once per object.
@@ -584,6 +595,21 @@ func shiftGenerations(status map[string]interface{}, delta int64) (map[string]in
 	return moveStatus(status, delta, nil, nil, nil)
 }
 
+// annotationsOnly: the write's metadata is annotations alone (the
+// bridge's digest of its entry). Metadata is no place of
+// apiserver.Resource.Values, so the question holds them exactly, as it
+// holds the old object's metadata: the answer's metadata is the same
+// for every question of the key.
+func annotationsOnly(arg map[string]interface{}) bool {
+	md, ok := arg["metadata"].(map[string]interface{})
+	if !ok || len(md) != 1 || md["annotations"] == nil {
+		return false
+	}
+	_, apiVersion := arg["apiVersion"]
+	_, kind := arg["kind"]
+	return !apiVersion && !kind
+}
+
 // question is an abstract question: its key and its strings' numbers.
 type question struct {
 	key    digest
@@ -592,8 +618,40 @@ type question struct {
 
 // ask runs f on the object old (nil: none) and the write arg to res, or
 // returns a remembered answer, as the Object the answer is (see Memo).
-// res is nil for a create, which is asked only exactly.
+// res is nil for a create, which is asked only exactly. An exploration
+// asks the same write of the same object in many interleavings, with the
+// same maps (objects and the explorer's step values are never written
+// to): it remembers answers by identity too, before any encoding.
 func (c *Config) ask(op string, old *Object, arg map[string]interface{}, res *apiserver.Resource, f func() (map[string]interface{}, bool, *apiserver.Refusal)) (Object, bool, *apiserver.Refusal) {
+	m := c.Memo
+	if m == nil || !m.keepHits || arg == nil {
+		return c.askContent(op, old, arg, res, f)
+	}
+	k := identityKey{op: op, arg: mapPointer(arg)}
+	if old != nil {
+		k.old = old.ID()
+	}
+	if e, hit := m.byIdentity[k]; hit {
+		return e.obj, e.deleted, e.rf
+	}
+	obj, deleted, rf := c.askContent(op, old, arg, res, f)
+	if len(m.byIdentity) >= m.maxAnswers/4 {
+		clear(m.byIdentity)
+	}
+	m.byIdentity[k] = memoEntry{obj: obj, deleted: deleted, rf: rf}
+	return obj, deleted, rf
+}
+
+// identityKey is a question by the identity of its maps.
+type identityKey struct {
+	op  string
+	old ObjectID
+	arg unsafe.Pointer
+}
+
+// askContent is ask by content: the exact question's digest, and the
+// abstract question where the resource allows one.
+func (c *Config) askContent(op string, old *Object, arg map[string]interface{}, res *apiserver.Resource, f func() (map[string]interface{}, bool, *apiserver.Refusal)) (Object, bool, *apiserver.Refusal) {
 	answer := func() (map[string]interface{}, Object, bool, *apiserver.Refusal) {
 		out, deleted, rf := f()
 		if out == nil || deleted || rf != nil {
@@ -610,13 +668,15 @@ func (c *Config) ask(op string, old *Object, arg map[string]interface{}, res *ap
 		// A very deep search or a long trace: start over rather than
 		// grow without end.
 		clear(m.answers)
+		clear(m.byIdentity)
 		clear(m.keys)
 		clear(m.syncs)
 		clear(m.abstract)
 		clear(m.abstractKeys)
 		clear(m.valid)
 	}
-	if len(m.keys)+len(m.abstractKeys)+len(m.valid) >= m.maxKeys {
+	if len(m.keys)+len(m.abstractKeys)+len(m.valid)+len(m.others) >= m.maxKeys {
+		clear(m.others)
 		clear(m.keys)
 		clear(m.abstractKeys)
 		clear(m.valid)
@@ -753,7 +813,7 @@ func (m *Memo) reuse(q question, old *Object, tree *apiserver.Values) (Object, b
 // the write cannot be asked so: no old object, a write of metadata, a
 // generation out of range.
 func (m *Memo) abstractQuestion(op string, old *Object, arg map[string]interface{}, tree *apiserver.Values) (question, bool) {
-	if old == nil || !old.Exists || touchesMetadata(arg) {
+	if old == nil || !old.Exists || touchesMetadata(arg) && !annotationsOnly(arg) {
 		return question{}, false
 	}
 	k := m.abstractKey(old, tree)
@@ -771,10 +831,11 @@ func (m *Memo) abstractQuestion(op string, old *Object, arg map[string]interface
 	f.part()
 	var b []byte
 	good := false
-	switch op {
-	case "status", "oc-status":
+	switch {
+	case op == "status" || op == "oc-status":
 		b, good = m.encodeStatus(f.b, arg, -old.Generation, tree.Child("status"), n)
-	case "update", "oc-update":
+	case op == "update" || strings.HasPrefix(op, ocUpdate):
+		// An OperatorCondition update's op names its field manager.
 		if _, has := arg["status"]; !has {
 			b, good = m.encodeAbstract(f.b, arg, tree, n)
 		}

@@ -18,6 +18,10 @@ const (
 	RuleUnacknowledgedUpgrade    = "unacknowledged-upgrade"
 	RuleCheckExpectation         = "check-expectation"
 	RuleWriteRejected            = "write-rejected"
+	// RuleOperatorConditionOverwritten: the bridge wrote the
+	// OperatorCondition's spec.conditions while another writer kept its
+	// Upgradeable entry (bridge.OtherWriter).
+	RuleOperatorConditionOverwritten = "operatorcondition-overwritten"
 )
 
 // Kind is a violation's registry entry.
@@ -51,16 +55,26 @@ func Kinds() []Kind {
 			"Gate on the answer to the request: a spec request (specPath), or an annotation request with ack.statusPath echoing the token.", false},
 		{RuleWriteRejected, result.Error, "A step writes what the apiserver refuses (the CRD's schema, CEL rules or metadata rules; OLM's OperatorCondition CRD for its steps): on a cluster the write fails and changes nothing.",
 			"Write what the CRD accepts: metav1.Condition's required fields (type, status True/False/Unknown, reason, message, lastTransitionTime), values within the schema's bounds; check the error the operator's client gets.", false},
+		{RuleOperatorConditionOverwritten, result.Error, "Bridge: statuscheck bridge wrote the OperatorCondition's spec.conditions while another writer kept its Upgradeable entry (pkg/bridge.OtherWriter: the entry is not the one the bridge last wrote, and another field manager owns the list in managedFields), as an operator that still writes its own OperatorCondition (operator-lib's conditions.Set) does: two writers overwrite each other's entry, and OLM gates on whichever wrote last, not on the bridge's decision or the other writer's.",
+			"Keep one writer of the Upgradeable entry: stop the operator's own OperatorCondition writes when the bridge runs, or do not run the bridge. statuscheck bridge since issue 25 yields to another writer (bridge.OtherWriter) and says so.", false},
 		{RuleCheckExpectation, result.Error, "A check step's expect: differs from the primary policy's verdict.",
 			"Fix the trace's expectation, or the operator behaviour it describes.", false},
 	}
 }
 
-func kindOf(id string) Kind {
+// kinds is the registry by ID, made once: a search meets violations in
+// many of its steps.
+var kinds = func() map[string]Kind {
+	m := map[string]Kind{}
 	for _, k := range Kinds() {
-		if k.ID == id {
-			return k
-		}
+		m[k.ID] = k
+	}
+	return m
+}()
+
+func kindOf(id string) Kind {
+	if k, ok := kinds[id]; ok {
+		return k
 	}
 	return Kind{ID: id, Severity: result.Error}
 }

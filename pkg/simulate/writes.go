@@ -102,20 +102,21 @@ func Schemaless(gvk schema.GroupVersionKind, statusSubresource bool) (*apiserver
 
 // syncStatus is OLM's status copy of an OperatorCondition
 // (SyncOperatorConditionStatus), remembered like the apiserver's answers.
-func (c *Config) syncStatus(oc *Object, full map[string]interface{}) (map[string]interface{}, bool, error) {
+func (c *Config) syncStatus(oc *Object) (map[string]interface{}, bool, error) {
 	now := c.now()
+	full := func() map[string]interface{} { return oc.Full(OperatorConditionAPIVersion, OperatorConditionKind) }
 	if c.Memo == nil {
-		return SyncOperatorConditionStatus(full, now)
+		return SyncOperatorConditionStatus(full(), now)
 	}
 	k, ok := c.Memo.key(oc)
 	if !ok {
-		return SyncOperatorConditionStatus(full, now)
+		return SyncOperatorConditionStatus(full(), now)
 	}
 	sk := digestOf([]byte("oc-sync"), []byte(now.Format(time.RFC3339Nano)), k[:])
 	if e, hit := c.Memo.syncs[sk]; hit {
 		return e.status, e.changed, nil
 	}
-	status, changed, err := SyncOperatorConditionStatus(full, now)
+	status, changed, err := SyncOperatorConditionStatus(full(), now)
 	if err == nil {
 		c.Memo.syncs[sk] = syncEntry{status, changed}
 	}
@@ -184,6 +185,9 @@ type writeResult struct {
 	obj     Object
 	changed bool // status changed (it matters only without /status)
 	refused *apiserver.Refusal
+	// overwritten names the manager whose spec.conditions of the
+	// OperatorCondition a bridge step overwrote.
+	overwritten string
 }
 
 // createCR runs a create of the status source.
@@ -257,20 +261,36 @@ func deleteOptions(st Step) apiserver.DeleteOptions {
 	return apiserver.DeleteOptions{PropagationPolicy: p}
 }
 
-// deleteCR runs a delete of the status source.
+// deleteCR runs a delete of the status source. It is remembered like
+// the other writes where the clock is the model's (a delete that marks
+// an object stamps its deletionTimestamp).
 func deleteCR(cfg *Config, o Object, st Step) (writeResult, error) {
 	res, err := cfg.crResource()
 	if err != nil {
 		return writeResult{}, err
 	}
-	out, deleted, rf := res.Delete(cfg.crFull(o), deleteOptions(st), cfg.now)
+	del := func() (map[string]interface{}, bool, *apiserver.Refusal) {
+		return res.Delete(cfg.crFull(o), deleteOptions(st), cfg.now)
+	}
+	var n Object
+	var deleted bool
+	var rf *apiserver.Refusal
+	if cfg.Now == nil {
+		opts := map[string]interface{}{"propagationPolicy": deleteOptions(st).PropagationPolicy}
+		n, deleted, rf = cfg.ask("delete", &o, opts, nil, del)
+	} else {
+		var out map[string]interface{}
+		if out, deleted, rf = del(); rf == nil && !deleted {
+			n = NewObject(out)
+		}
+	}
 	switch {
 	case rf != nil:
 		return writeResult{refused: rf}, nil
 	case deleted:
 		return writeResult{obj: Object{}}, nil
 	}
-	return writeResult{obj: NewObject(out)}, nil
+	return writeResult{obj: n}, nil
 }
 
 // storedCR brings a starting object to what the apiserver would hand out:
@@ -286,6 +306,10 @@ func storedCR(cfg *Config, obj map[string]interface{}) (map[string]interface{}, 
 	return cfg.CR.Stored(full)
 }
 
+// ocUpdate is the memo's op for an update of the OperatorCondition,
+// followed by the field manager (the answer's managedFields name it).
+const ocUpdate = "oc-update "
+
 // applyOC writes OLM's OperatorCondition through its real CRD.
 func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 	res, err := cfg.ocResource()
@@ -295,7 +319,8 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 	if st.Verb != v1alpha1.VerbCreate && !oc.Exists {
 		return writeResult{}, fmt.Sprintf("%s of the OperatorCondition, which does not exist", st.Verb), nil
 	}
-	full := oc.Full(OperatorConditionAPIVersion, OperatorConditionKind)
+	// The whole object is assembled only where the memo has no answer.
+	full := func() map[string]interface{} { return oc.Full(OperatorConditionAPIVersion, OperatorConditionKind) }
 	var out map[string]interface{}
 	var rf *apiserver.Refusal
 	deleted := false
@@ -304,14 +329,25 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 	switch st.Verb {
 	case v1alpha1.VerbUpdate:
 		asked = true
-		n, deleted, rf = cfg.ask("oc-update", &oc, st.Value, res, func() (map[string]interface{}, bool, *apiserver.Refusal) {
-			return res.Update(full, jsonobj.MergePatch(full, st.Value))
+		mgr := manager(st)
+		n, deleted, rf = cfg.ask(ocUpdate+mgr, &oc, st.Value, res, func() (map[string]interface{}, bool, *apiserver.Refusal) {
+			old := full()
+			out, deleted, rf := res.Update(old, jsonobj.MergePatch(old, st.Value))
+			if out != nil && !deleted && rf == nil {
+				takeConditions(old, out, mgr)
+			}
+			return out, deleted, rf
 		})
+		if st.Actor == v1alpha1.ActorBridge && rf == nil && !deleted && !jsonobj.Equal(conditionsOf(oc.Body), conditionsOf(n.Body)) {
+			if other := cfg.otherWriter(&oc); other != "" {
+				return writeResult{obj: n, overwritten: other}, "", nil
+			}
+		}
 	case v1alpha1.VerbUpdateStatus:
 		status := st.Value
 		if status == nil {
 			var changed bool
-			status, changed, err = cfg.syncStatus(&oc, full)
+			status, changed, err = cfg.syncStatus(&oc)
 			if err != nil {
 				return writeResult{}, "", err
 			}
@@ -321,7 +357,7 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 		}
 		asked = true
 		n, _, rf = cfg.ask("oc-status", &oc, status, res, func() (map[string]interface{}, bool, *apiserver.Refusal) {
-			out, rf := res.UpdateStatus(full, status)
+			out, rf := res.UpdateStatus(full(), status)
 			return out, false, rf
 		})
 	case v1alpha1.VerbCreate:
@@ -334,7 +370,7 @@ func applyOC(cfg *Config, oc Object, st Step) (writeResult, string, error) {
 		}
 		out, rf = res.Create(obj, cfg.now)
 	case v1alpha1.VerbDelete:
-		out, deleted, rf = res.Delete(full, deleteOptions(st), cfg.now)
+		out, deleted, rf = res.Delete(full(), deleteOptions(st), cfg.now)
 	default:
 		return writeResult{}, fmt.Sprintf("%s cannot target the OperatorCondition", st.Verb), nil
 	}

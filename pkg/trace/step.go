@@ -86,6 +86,9 @@ func (s Step) Wire() v1alpha1.Step {
 		if tok, ok := value["token"]; ok {
 			w.Request.Token = v1alpha1.Token(fmt.Sprint(tok))
 		}
+		if p, ok := value["patch"].(map[string]interface{}); ok {
+			w.Request.Patch = p
+		}
 	case v1alpha1.VerbDelete:
 		w.Delete = &v1alpha1.DeleteOptions{}
 		if p, ok := value["propagationPolicy"].(string); ok {
@@ -161,7 +164,16 @@ func FromWire(w v1alpha1.Step, present []v1alpha1.Verb, file string, line int) (
 			}
 		}
 	case v1alpha1.VerbRequest:
-		if w.Request != nil && w.Request.Token != "" {
+		switch {
+		case w.Request == nil:
+		case w.Request.Patch != nil && w.Request.Token != "":
+			return fail("a request takes a token (OLM's) or a patch (the bridge's), not both")
+		case w.Request.Patch != nil:
+			if w.Actor != v1alpha1.ActorBridge {
+				return fail("only the bridge's request is a patch; OLM's writes a token")
+			}
+			st.Value = map[string]interface{}{"patch": w.Request.Patch}
+		case w.Request.Token != "":
 			st.Value = map[string]interface{}{"token": string(w.Request.Token)}
 		}
 	case v1alpha1.VerbDelete:

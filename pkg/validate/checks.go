@@ -531,22 +531,57 @@ func checkBridgeContainer(ctx *Context) []Issue {
 	return nil
 }
 
-func checkBridgeRBAC(ctx *Context) []Issue {
+// declaredBridgeRBAC is the declared bridge as its permissions depend on
+// it, with its deployment's service account; ok is false when there is no
+// bridge to judge (the container's rule, or the status source's, says why).
+func declaredBridgeRBAC(ctx *Context) (b sidecar.Bridge, sa string, ok bool) {
 	d, dep, ctr, issue := declaredBridge(ctx)
 	if d == nil || issue != nil || ctr < 0 || ctx.Source == nil || ctx.CRD == nil {
-		return nil // the container's rule, or the status source's, says why
+		return sidecar.Bridge{}, "", false
 	}
-	install := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec
-	sa := bundle.ServiceAccount(install.DeploymentSpecs[dep])
+	deployment := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[dep]
+	return sidecar.Bridge{Source: ctx.Source, CSV: ctx.CSV.Obj.Name, Plural: ctx.CRD.Plural(), Namespaced: ctx.CRD.Namespaced(),
+		Container: deployment.Spec.Template.Spec.Containers[ctr]}, bundle.ServiceAccount(deployment), true
+}
+
+func checkBridgeRBAC(ctx *Context) []Issue {
+	b, sa, ok := declaredBridgeRBAC(ctx)
+	if !ok {
+		return nil
+	}
 	var out []Issue
-	for _, m := range sidecar.Missing(install, sa, sidecar.Needs(ctx.Source, ctx.CSV.Obj.Name, ctx.CRD.Plural(), ctx.CRD.Namespaced())) {
+	for _, m := range sidecar.Missing(ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec, sa, b.Needs()) {
 		where := "permissions or clusterPermissions"
-		key := "permissions"
 		if m.Cluster {
-			where, key = "clusterPermissions (outside the operator's namespace only a ClusterRole reaches)", "clusterPermissions"
+			where = "clusterPermissions (outside the operator's namespace only a ClusterRole reaches)"
 		}
-		out = append(out, atKey(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", key),
+		out = append(out, atKey(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", sidecar.Field(m.Cluster)),
 			"the bridge's service account %q is not granted %s in the install strategy's %s: the bridge %s", sa, m.Describe(), where, m.Why))
 	}
 	return out
+}
+
+func checkBridgeRBACBroad(ctx *Context) []Issue {
+	b, sa, ok := declaredBridgeRBAC(ctx)
+	if !ok {
+		return nil
+	}
+	var out []Issue
+	for _, e := range b.Broad(ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec, sa) {
+		key := sidecar.Field(e.Cluster)
+		out = append(out, at(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", key).Index(e.Entry).Child("rules").Index(e.Index),
+			"the rule granting the bridge's service account %q %s in %s is broader than the bridge needs: %s", sa, sidecar.Describe(e.Rule), key, e.Fix))
+	}
+	return out
+}
+
+func checkBridgeOneWriter(ctx *Context) []Issue {
+	d, _, _, _ := declaredBridge(ctx)
+	if d == nil {
+		return nil
+	}
+	if err := sidecar.OneWriter(ctx.Source); err != nil {
+		return []Issue{at(ctx.CSV.Doc, bridgePath, "the bridge is declared, but %v", err)}
+	}
+	return nil
 }

@@ -19,10 +19,19 @@ const (
 )
 
 var (
-	bridgeDeclared  = edit{csvFile, goodAnnotation + "\n", goodAnnotation + "\n    statuscheck.operatorframework.io/bridge: cool-operator/statuscheck-bridge\n"}
+	bridgeDeclared = edit{csvFile, goodAnnotation + "\n", goodAnnotation + "\n    statuscheck.operatorframework.io/bridge: cool-operator/statuscheck-bridge\n"}
+	// bridgeContainer reads the status source from the downward API, as
+	// generate writes it; olderBridgeContainer reads it from the running
+	// CSV, as an older generate wrote it.
 	bridgeContainer = edit{csvFile, "                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n",
+		"                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n              - name: statuscheck-bridge\n                image: quay.io/statuscheck/statuscheck:v0.1.0\n                args: [bridge]\n" +
+			"                env:\n                - name: STATUSCHECK_STATUS_SOURCE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['operatorframework.io/status-source']\n"}
+	olderBridgeContainer = edit{csvFile, "                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n",
 		"                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n              - name: statuscheck-bridge\n                image: quay.io/statuscheck/statuscheck:v0.1.0\n                args: [bridge]\n"}
-	csvGetRule = "        - apiGroups:\n          - operators.coreos.com\n          resources:\n          - clusterserviceversions\n          verbs:\n          - get\n"
+	csvGetRule        = "        - apiGroups:\n          - operators.coreos.com\n          resources:\n          - clusterserviceversions\n          verbs:\n          - get\n"
+	csvListWatchRule  = "        - apiGroups:\n          - operators.coreos.com\n          resources:\n          - clusterserviceversions\n          verbs:\n          - list\n          - watch\n"
+	requestAckSpec    = `{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`
+	operatorCondition = `{` + cool + `,"handshake":{"mode":"OperatorCondition"}}`
 )
 
 type edit struct {
@@ -165,14 +174,24 @@ var fixtures = []fixture{
 
 	{rule: "bridge-container-missing", comment: "the bridge declared, its container never added",
 		edits: []edit{bridgeDeclared}},
-	{rule: "bridge-container-missing", pass: true, comment: "what generate --bridge writes: the declaration, the container and the CSV rule",
-		edits: []edit{bridgeDeclared, bridgeContainer, {csvFile, statusRule, statusRule + csvGetRule}}},
-
-	{rule: "bridge-rbac-missing", comment: "the container without the permission to read the running CSV",
+	{rule: "bridge-container-missing", pass: true, comment: "what generate --bridge writes: the declaration and the container (the operator's own rule on the CR grants the bridge get and watch)",
 		edits: []edit{bridgeDeclared, bridgeContainer}},
-	{rule: "bridge-rbac-missing", pass: true, comment: "the CSV read granted by name through clusterPermissions",
-		edits: []edit{bridgeDeclared, bridgeContainer,
+
+	{rule: "bridge-rbac-missing", comment: "a container an older generate wrote, which reads the running CSV, without the permission to",
+		edits: []edit{bridgeDeclared, olderBridgeContainer}},
+	{rule: "bridge-rbac-missing", pass: true, comment: "the older container's CSV read granted by name through clusterPermissions",
+		edits: []edit{bridgeDeclared, olderBridgeContainer,
 			{csvFile, "      deployments:\n", "      clusterPermissions:\n      - serviceAccountName: cool-operator\n        rules:\n        - apiGroups: [operators.coreos.com]\n          resources: [clusterserviceversions]\n          resourceNames: [cool-operator.v0.2.0]\n          verbs: [get]\n      deployments:\n"}}},
+
+	{rule: "bridge-rbac-broad", comment: "the get on every CSV an older generate wrote, which a bridge reading the downward API does not need",
+		edits: []edit{bridgeDeclared, bridgeContainer, {csvFile, statusRule, statusRule + csvGetRule}}},
+	{rule: "bridge-rbac-broad", pass: true, comment: "RequestAck: CSVs listed and watched, and the operator's own rule on the CR (it lists and updates), which is not the bridge's",
+		edits: []edit{bridgeDeclared, annotation(requestAckSpec), bridgeContainer, {csvFile, statusRule, statusRule + csvListWatchRule}}},
+
+	{rule: "bridge-operatorcondition-handshake", comment: "the bridge beside an operator that writes the OperatorCondition itself",
+		edits: []edit{bridgeDeclared, annotation(operatorCondition), bridgeContainer}},
+	{rule: "bridge-operatorcondition-handshake", pass: true, comment: "the bridge with the None handshake written out",
+		edits: []edit{bridgeDeclared, annotation(`{` + cool + `,"handshake":{"mode":"None"}}`), bridgeContainer}},
 
 	{rule: "manifest-limit", comment: "a YAML alias bomb",
 		add: map[string]string{"manifests/bomb.configmap.yaml": aliasBomb}},

@@ -177,9 +177,23 @@ func Rules() []Rule {
 		{
 			ID:          "bridge-rbac-missing",
 			Severity:    result.Error,
-			Summary:     "The declared bridge's service account lacks a permission the bridge needs: get on the running CSV (list and watch on CSVs under RequestAck) and get, watch (patch under RequestAck) on the status source; OLM grants the OperatorCondition itself.",
-			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the missing rules to the deployment's service account; clusterPermissions for a cluster-scoped kind or a pinned namespace.",
+			Summary:     "The declared bridge's service account lacks a permission the bridge needs: get, watch (patch under RequestAck) on the status source, by name; list and watch on CSVs under RequestAck; get on the running CSV when its container does not set STATUSCHECK_STATUS_SOURCE from the downward API; create on tokenreviews and subjectaccessreviews with --metrics-secure. OLM grants the OperatorCondition itself.",
+			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the missing rules to the deployment's service account, by name; clusterPermissions for a cluster-scoped kind or a pinned namespace.",
 			Check:       checkBridgeRBAC,
+		},
+		{
+			ID:          "bridge-rbac-broad",
+			Severity:    result.Warning,
+			Summary:     "A rule of the declared bridge's service account grants the bridge more than it needs, as older `generate --bridge` wrote it: its verbs on the status source (only get, watch, patch) without resourceNames, or through clusterPermissions where a Role in the operator's namespace would do; or get on every CSV when the bridge reads the status source from the downward API and no CSV (no RequestAck). Rules with other verbs are the operator's and never reported.",
+			Remediation: "Add resourceNames: [NAME] to the rule (the status source's name), move it from clusterPermissions to permissions for a namespaced kind in the operator's namespace, and drop the CSV rule unless the operator itself reads CSVs; `statuscheck generate --bridge` writes the narrow rules.",
+			Check:       checkBridgeRBACBroad,
+		},
+		{
+			ID:          "bridge-operatorcondition-handshake",
+			Severity:    result.Error,
+			Summary:     "The CSV declares the bridge and a status source with the OperatorCondition handshake, in which the operator writes the OperatorCondition's Upgradeable entry itself: the two writers overwrite each other and OLM reads whichever wrote last.",
+			Remediation: "Use handshake None or RequestAck with the bridge (the operator then writes only its CR), or drop the bridge (its container and the statuscheck.operatorframework.io/bridge annotation) and keep the OperatorCondition handshake.",
+			Check:       checkBridgeOneWriter,
 		},
 		{
 			ID:       bundle.CodeLimit,

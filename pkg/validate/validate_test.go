@@ -229,6 +229,8 @@ func TestRegistry(t *testing.T) {
 		"handshake-path-missing":                result.Error,
 		"bridge-container-missing":              result.Error,
 		"bridge-rbac-missing":                   result.Error,
+		"bridge-rbac-broad":                     result.Warning,
+		"bridge-operatorcondition-handshake":    result.Error,
 	}
 	for id, s := range spec {
 		var found *Rule
@@ -310,4 +312,32 @@ func TestEveryExampleIsChecked(t *testing.T) {
 	assert.Contains(t, fd.Message, "alm-examples entry 2 (cool-sqlite)")
 	assert.Contains(t, fd.Message, "SQLite")
 	assert.Equal(t, 6, fd.Line, "the alm-examples annotation")
+}
+
+// TestDefect4ValidateReportsTheBridgeBesideTheOperatorConditionHandshake:
+// a bridge declared beside the OperatorCondition handshake (two writers
+// of the OperatorCondition's Upgradeable entry) is an error at the
+// bridge's annotation, with the fix; the same bundle without the bridge
+// has no such finding.
+func TestDefect4ValidateReportsTheBridgeBesideTheOperatorConditionHandshake(t *testing.T) {
+	dir := filepath.Join(testdata, "rules", "bridge-operatorcondition-handshake", "fail")
+	csv := filepath.Join(dir, csvFile)
+	data, err := os.ReadFile(csv)
+	require.NoError(t, err)
+	line := 1 + strings.Count(string(data[:strings.Index(string(data), "statuscheck.operatorframework.io/bridge:")]), "\n")
+
+	res := Path(dir, Options{}, bundle.Options{})
+	var got []result.Finding
+	for _, f := range res.Findings {
+		if f.Rule == "bridge-operatorcondition-handshake" {
+			got = append(got, f)
+		}
+	}
+	require.Len(t, got, 1, "findings: %+v", res.Findings)
+	assert.Equal(t, result.Error, got[0].Severity)
+	assert.Equal(t, line, got[0].Line, "at the bridge's annotation")
+	assert.Contains(t, got[0].Message, "use handshake None or RequestAck with the bridge, or drop the bridge")
+
+	plain := filepath.Join(testdata, "handshake", "operatorcondition")
+	assert.NotContains(t, rulesFired(Path(plain, Options{}, bundle.Options{})), "bridge-operatorcondition-handshake", "no bridge, no second writer")
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 )
 
@@ -52,7 +53,7 @@ type world struct {
 // newWorld sets up a scenario for a bundle under testdata/bundles/handshake.
 func newWorld(t *testing.T, handshake string) *world {
 	t.Helper()
-	return newWorldAt(t, filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "handshake", handshake))
+	return newWorldAt(t, handshakeBundle(handshake))
 }
 
 // newWorldAt is newWorld with the bundle at a path of its own (a copy
@@ -66,6 +67,28 @@ func newWorldAt(t *testing.T, bundle string) *world {
 			t.Fatal(err)
 		}
 	})
+	return &world{t: t, c: c, ns: c.namespace(t, "olm"), bundle: bundle, csv: readCSV(t, bundle), name: "cool-operator"}
+}
+
+// handshakeBundle is the path of a bundle under testdata/bundles/handshake.
+func handshakeBundle(handshake string) string {
+	return filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "handshake", handshake)
+}
+
+// copyBundle copies a handshake bundle into a directory of the test's,
+// for a test that edits it.
+func copyBundle(t *testing.T, handshake string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(handshakeBundle(handshake))); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// readCSV reads the CSV of a handshake bundle (or a copy of one).
+func readCSV(t *testing.T, bundle string) *operatorsv1alpha1.ClusterServiceVersion {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(bundle, "manifests", "cool-operator.clusterserviceversion.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +97,7 @@ func newWorldAt(t *testing.T, bundle string) *world {
 	if err := yaml.Unmarshal(data, csv); err != nil {
 		t.Fatal(err)
 	}
-	return &world{t: t, c: c, ns: c.namespace(t, "olm"), bundle: bundle, csv: csv, name: "cool-operator"}
+	return csv
 }
 
 func (w *world) cr() dynamic.ResourceInterface { return w.c.Dyn.Resource(coolGVR).Namespace(w.ns) }
@@ -114,6 +137,9 @@ func (w *world) installCSV(name, version, replaces string) {
 	for i := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
 		d := &csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[i]
 		for j := range d.Spec.Template.Spec.Containers {
+			if d.Spec.Template.Spec.Containers[j].Name == sidecar.ContainerName {
+				continue // the bridge's image is statuscheck's, not the operator's version
+			}
 			img := d.Spec.Template.Spec.Containers[j].Image
 			if k := strings.LastIndex(img, ":"); k > 0 {
 				d.Spec.Template.Spec.Containers[j].Image = img[:k+1] + "v" + version
@@ -211,14 +237,23 @@ func (w *world) createCR(spec map[string]interface{}) *unstructured.Unstructured
 // userSets is a user's spec write (kubectl edit): spec.storageLayer.
 func (w *world) userSets(storage string) int64 {
 	w.t.Helper()
+	return w.updateCR("kubectl-edit", func(obj *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(obj.Object, storage, "spec", "storageLayer")
+	})
+}
+
+// updateCR is a write of the CR by manager (edit changes what it read),
+// retried on conflict; it returns the CR's generation after it.
+func (w *world) updateCR(manager string, edit func(*unstructured.Unstructured)) int64 {
+	w.t.Helper()
 	var gen int64
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := w.cr().Get(context.Background(), w.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		_ = unstructured.SetNestedField(obj.Object, storage, "spec", "storageLayer")
-		obj, err = w.cr().Update(context.Background(), obj, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		edit(obj)
+		obj, err = w.cr().Update(context.Background(), obj, metav1.UpdateOptions{FieldManager: manager})
 		if err == nil {
 			gen = obj.GetGeneration()
 		}

@@ -6,7 +6,10 @@
 package sidecar
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -32,11 +35,32 @@ const (
 	// EnvPodNamespace is the variable the container gets from the downward
 	// API (metadata.namespace); the bridge reads its namespace there.
 	EnvPodNamespace = "POD_NAMESPACE"
+	// EnvStatusSource is the variable the container gets the status-source
+	// annotation in, from the downward API: OLM copies the CSV's
+	// annotations into its deployments' pod template
+	// (operator-lifecycle-manager v0.46.0,
+	// pkg/controller/install/deployment.go, deploymentForSpec:
+	// "templateAnnotations comes from CSV.Annotations"), so the bridge
+	// reads the status source there instead of from the running CSV, and
+	// needs no permission on CSVs for it.
+	EnvStatusSource = "STATUSCHECK_STATUS_SOURCE"
 	// MetricsPort and ProbePort are where `statuscheck bridge` serves
 	// /metrics and /healthz, /readyz by default.
 	MetricsPort = 8383
 	ProbePort   = 8384
+	// PortHealth and PortMetrics name the container's ports (what a
+	// probe, a Service or a PodMonitor refers to).
+	PortHealth  = "health"
+	PortMetrics = "metrics"
+	// FlagMetricsSecure is `statuscheck bridge`'s flag that serves
+	// /metrics over HTTPS behind the apiserver's authentication and
+	// authorization (TokenReview, SubjectAccessReview).
+	FlagMetricsSecure = "metrics-secure"
 )
+
+// statusSourceField is the downward API's field of the pod's copy of the
+// status-source annotation.
+var statusSourceField = fmt.Sprintf("metadata.annotations['%s']", v1alpha1.AnnotationKey)
 
 // Declaration is the parsed annotation.
 type Declaration struct {
@@ -76,25 +100,61 @@ func Declared(csv *operatorsv1alpha1.ClusterServiceVersion) (*Declaration, error
 	return &d, nil
 }
 
-// Container is the sidecar: `statuscheck bridge` from image, its namespace
-// from the downward API (OLM injects OPERATOR_CONDITION_NAME into every
-// container of the CSV's deployments itself: operator-lifecycle-manager
-// pkg/controller/install/deployment.go), a liveness probe on its health
-// port, and a restricted security context. Its peak RSS measured on real
-// OLM is 51-60 MiB, hence the memory figures.
-func Container(image string, metricsPort, probePort int) corev1.Container {
+// OneWriter says why the bridge cannot serve src, nil when it can: with
+// the OperatorCondition handshake the operator writes the
+// OperatorCondition's Upgradeable entry itself, so the bridge and the
+// operator would both write it and overwrite each other (the last writer
+// wins, and OLM reads whichever that was).
+func OneWriter(src *v1alpha1.StatusSource) error {
+	if src == nil || src.Mode() != v1alpha1.HandshakeOperatorCondition {
+		return nil
+	}
+	return errors.New("the status source's handshake is OperatorCondition, in which the operator writes the OperatorCondition's Upgradeable entry itself: the bridge and the operator would both write it and overwrite each other, and OLM would read whichever wrote last; use handshake None or RequestAck with the bridge, or drop the bridge")
+}
+
+// Options are the generated container's choices.
+type Options struct {
+	// Image runs `statuscheck bridge`.
+	Image string
+	// MetricsPort and ProbePort are its ports (Ports picks them).
+	MetricsPort, ProbePort int
+	// SecureMetrics serves /metrics on every interface, over HTTPS,
+	// behind the apiserver's authentication and authorization
+	// (--metrics-secure; Needs then asks for TokenReviews and
+	// SubjectAccessReviews). Otherwise /metrics is served on localhost
+	// only: nothing outside the pod reads it.
+	SecureMetrics bool
+}
+
+// Container is the sidecar: `statuscheck bridge` from the image, its
+// namespace and the status-source annotation from the downward API (OLM
+// injects OPERATOR_CONDITION_NAME into every container of the CSV's
+// deployments itself: operator-lifecycle-manager
+// pkg/controller/install/deployment.go), named ports, a liveness probe on
+// its health port, and a restricted security context. Its peak RSS
+// measured on real OLM is 51-60 MiB, hence the memory figures.
+//
+// There is no readinessProbe on purpose: the bridge is ready only once it
+// has written the OperatorCondition's entry, and a container that is not
+// ready keeps the deployment from becoming Available, which OLM waits for
+// to install the CSV; a bridge waiting for its CRD or its RBAC would fail
+// the install it is part of.
+func Container(o Options) corev1.Container {
 	c := corev1.Container{
 		Name:  ContainerName,
-		Image: image,
+		Image: o.Image,
 		Args:  []string{"bridge"},
-		Env: []corev1.EnvVar{{Name: EnvPodNamespace, ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+		Env: []corev1.EnvVar{
+			{Name: EnvPodNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+			StatusSourceEnv(),
+		},
+		Ports: []corev1.ContainerPort{{Name: PortHealth, ContainerPort: int32(o.ProbePort), Protocol: corev1.ProtocolTCP}},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
 		},
 		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-			HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(int32(probePort))}}},
+			HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(PortHealth)}}},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
@@ -102,13 +162,44 @@ func Container(image string, metricsPort, probePort int) corev1.Container {
 			RunAsNonRoot:             ptr.To(true),
 		},
 	}
-	if metricsPort != MetricsPort {
-		c.Args = append(c.Args, fmt.Sprintf("--metrics-bind-address=:%d", metricsPort))
+	if o.SecureMetrics {
+		c.Args = append(c.Args, "--"+FlagMetricsSecure, fmt.Sprintf("--metrics-bind-address=:%d", o.MetricsPort))
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: PortMetrics, ContainerPort: int32(o.MetricsPort), Protocol: corev1.ProtocolTCP})
+	} else {
+		c.Args = append(c.Args, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", o.MetricsPort))
 	}
-	if probePort != ProbePort {
-		c.Args = append(c.Args, fmt.Sprintf("--health-probe-bind-address=:%d", probePort))
+	if o.ProbePort != ProbePort {
+		c.Args = append(c.Args, fmt.Sprintf("--health-probe-bind-address=:%d", o.ProbePort))
 	}
 	return c
+}
+
+// StatusSourceEnv is the container's EnvStatusSource: the pod's copy of
+// the CSV's status-source annotation, through the downward API.
+func StatusSourceEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: EnvStatusSource, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: statusSourceField}}}
+}
+
+// SourceFromEnv reports whether a container sets EnvStatusSource, so
+// that the bridge in it never reads the running CSV for the annotation.
+func SourceFromEnv(c corev1.Container) bool {
+	for _, e := range c.Env {
+		if e.Name == EnvStatusSource && (e.Value != "" || e.ValueFrom != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// SecureMetrics reports whether a container runs the bridge with
+// --metrics-secure.
+func SecureMetrics(c corev1.Container) bool {
+	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+		if a == "--"+FlagMetricsSecure || a == "--"+FlagMetricsSecure+"=true" {
+			return true
+		}
+	}
+	return false
 }
 
 // Ports picks the metrics and probe ports: the defaults unless a container
@@ -134,46 +225,92 @@ func Ports(pod corev1.PodSpec) (metrics, probe int) {
 	return free(MetricsPort), free(ProbePort)
 }
 
-// Rule is one permission the bridge needs: verbs on a resource, and the
-// object it reads (for rules that name their objects).
+// Rule is one permission the bridge needs: verbs on a resource, by name
+// (resourceNames) wherever the bridge asks for one object only.
 type Rule struct {
 	rbacv1.PolicyRule
-	// Object is the one object the bridge asks for by name with every verb,
-	// which a rule's resourceNames may list; "" when it lists or watches
-	// the whole resource, which resourceNames cannot grant.
-	Object string
 	// Cluster says only clusterPermissions can grant it.
 	Cluster bool
 	// Why says what the bridge does with it.
 	Why string
 }
 
+// object is the one object the rule names, "" when the bridge lists or
+// watches the whole resource, which resourceNames cannot grant.
+func (r Rule) object() string {
+	if len(r.ResourceNames) == 1 {
+		return r.ResourceNames[0]
+	}
+	return ""
+}
+
+// Bridge is what the bridge's permissions depend on.
+type Bridge struct {
+	// Source is the status source.
+	Source *v1alpha1.StatusSource
+	// CSV is the running CSV's name.
+	CSV string
+	// Plural and Namespaced describe the status source's kind (its CRD).
+	Plural     string
+	Namespaced bool
+	// Container is the bridge's container as the CSV declares it: whether
+	// it gets the status source from the downward API (SourceFromEnv) and
+	// serves metrics securely (SecureMetrics) changes what it needs.
+	Container corev1.Container
+}
+
+// The verbs the bridge uses on the status source: it gets the CR and
+// watches it (a named watch, with a metadata.name field selector, which
+// resourceNames grant), and under RequestAck patches the request into it.
+var (
+	sourceVerbs    = []string{"get", "watch"}
+	sourceAckVerbs = []string{"get", "watch", "patch"}
+)
+
 // Needs lists what the bridge's service account must be granted by the
 // CSV, beside the OperatorCondition, which OLM's own Role grants (get,
 // update, patch on that one object: operator-lifecycle-manager
-// pkg/controller/operators/operatorcondition_controller.go, ensureOperatorConditionRole).
-// csvName is the CSV (what the bridge reads the annotation from), plural
-// and namespaced describe the status source's kind.
-func Needs(src *v1alpha1.StatusSource, csvName, plural string, namespaced bool) []Rule {
-	gv := src.GroupVersion()
-	ack := src.Mode() == v1alpha1.HandshakeRequestAck
-	csvVerbs, csvObject, csvWhy := []string{"get"}, csvName, "reads the status-source annotation of the running CSV"
+// pkg/controller/operators/operatorcondition_controller.go,
+// ensureOperatorConditionRole). Everything is by name but what cannot be:
+// under RequestAck the bridge lists and watches the namespace's CSVs for
+// the one that replaces the running CSV. The status-source CR is in
+// clusterPermissions when a Role in the operator's namespace cannot reach
+// it (a cluster-scoped kind, a pinned namespace), still by name.
+func (b Bridge) Needs() []Rule {
+	gv := b.Source.GroupVersion()
+	ack := b.Source.Mode() == v1alpha1.HandshakeRequestAck
+	csvs := func(verbs ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{contract.CSVResource.Group}, Resources: []string{contract.CSVResource.Resource}, Verbs: verbs}
+	}
+	var out []Rule
+	if !SourceFromEnv(b.Container) {
+		r := csvs("get")
+		r.ResourceNames = []string{b.CSV}
+		out = append(out, Rule{PolicyRule: r, Why: fmt.Sprintf("reads the status-source annotation of the running CSV (its container does not set %s from the downward API)", EnvStatusSource)})
+	}
 	if ack {
-		csvVerbs, csvObject, csvWhy = []string{"get", "list", "watch"}, "", "reads the running CSV's annotation and watches for the CSV that replaces it (RequestAck)"
+		out = append(out, Rule{PolicyRule: csvs("list", "watch"), Why: "watches for the CSV that replaces the running one (RequestAck)"})
 	}
-	crVerbs, crWhy := []string{"get", "watch"}, "reads and watches the status source"
+	cr := Rule{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{gv.Group}, Resources: []string{b.Plural}, ResourceNames: []string{b.Source.Name}, Verbs: slices.Clone(sourceVerbs)},
+		Cluster: b.clusterSource(), Why: "reads and watches the status source"}
 	if ack {
-		crVerbs, crWhy = []string{"get", "watch", "patch"}, "reads and watches the status source and writes the upgrade request to it (RequestAck)"
+		cr.Verbs, cr.Why = slices.Clone(sourceAckVerbs), "reads and watches the status source and writes the upgrade request to it (RequestAck)"
 	}
-	return []Rule{
-		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{contract.CSVResource.Group}, Resources: []string{contract.CSVResource.Resource}, Verbs: csvVerbs}, Object: csvObject, Why: csvWhy},
-		// Permissions are Roles in the operator's namespace: a
-		// cluster-scoped kind, or a namespace pinned by the status source,
-		// needs clusterPermissions.
-		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{gv.Group}, Resources: []string{plural}, Verbs: crVerbs}, Object: src.Name,
-			Cluster: !namespaced || src.Namespace != "", Why: crWhy},
+	out = append(out, cr)
+	if SecureMetrics(b.Container) {
+		why := "authenticates and authorizes the requests for its metrics (--" + FlagMetricsSecure + ")"
+		out = append(out,
+			Rule{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}}, Cluster: true, Why: why},
+			Rule{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}}, Cluster: true, Why: why})
 	}
+	return out
 }
+
+// clusterSource says the status-source CR is out of a namespaced Role's
+// reach: permissions are Roles in the operator's namespace, so a
+// cluster-scoped kind, or a namespace pinned by the status source, needs
+// clusterPermissions.
+func (b Bridge) clusterSource() bool { return !b.Namespaced || b.Source.Namespace != "" }
 
 // Missing returns what of needs the install strategy does not grant the
 // service account sa: each rule with only the verbs it lacks.
@@ -182,7 +319,7 @@ func Missing(install operatorsv1alpha1.StrategyDetailsDeployment, sa string, nee
 	for _, n := range needs {
 		var verbs []string
 		for _, v := range n.Verbs {
-			req := bundle.Request{Verb: v, Group: n.APIGroups[0], Resource: n.Resources[0], Name: n.Object}
+			req := bundle.Request{Verb: v, Group: n.APIGroups[0], Resource: n.Resources[0], Name: n.object()}
 			if !bundle.Grants(install, sa, req, n.Cluster) {
 				verbs = append(verbs, v)
 			}
@@ -195,6 +332,87 @@ func Missing(install operatorsv1alpha1.StrategyDetailsDeployment, sa string, nee
 		}
 	}
 	return out
+}
+
+// Field is the install strategy's field whose rules a Rule or an Excess
+// is about: clusterPermissions (ClusterRoles) for cluster, else
+// permissions (Roles in the operator's namespace).
+func Field(cluster bool) string {
+	if cluster {
+		return "clusterPermissions"
+	}
+	return "permissions"
+}
+
+// Excess is a rule of the install strategy that grants the bridge more
+// than it needs, in a shape only the bridge plausibly asked for.
+type Excess struct {
+	// Cluster says the rule is in clusterPermissions; Entry is the index
+	// of sa's entry there (or in permissions) and Index the rule's.
+	Cluster      bool
+	Entry, Index int
+	Rule         rbacv1.PolicyRule
+	// Fix says what would do instead.
+	Fix string
+}
+
+// Broad finds sa's rules that are broader than the bridge needs, as older
+// `generate --bridge` wrote them: the bridge's verbs on the status source
+// without resourceNames, or through clusterPermissions where a Role in the
+// operator's namespace reaches it; and, when the bridge never reads the
+// running CSV (its container sets EnvStatusSource, no RequestAck), the
+// get on CSVs it used to need. The account is the operator's too, so only
+// rules whose every verb is one the bridge uses (get, watch, patch on the
+// CR; exactly get on CSVs) on exactly its resource are reported: a rule
+// that lists, updates, creates or deletes is the operator's.
+func (b Bridge) Broad(install operatorsv1alpha1.StrategyDetailsDeployment, sa string) []Excess {
+	gv := b.Source.GroupVersion()
+	csvFree := SourceFromEnv(b.Container) && b.Source.Mode() != v1alpha1.HandshakeRequestAck
+	var out []Excess
+	for _, cluster := range []bool{false, true} {
+		perms := install.Permissions
+		if cluster {
+			perms = install.ClusterPermissions
+		}
+		for i, p := range perms {
+			if p.ServiceAccountName != sa {
+				continue
+			}
+			for j, r := range p.Rules {
+				var fix []string
+				switch {
+				case only(r, gv.Group, b.Plural) && len(r.Verbs) > 0 && subset(r.Verbs, sourceAckVerbs):
+					if len(r.ResourceNames) == 0 && (cluster || !b.clusterSource()) {
+						fix = append(fix, fmt.Sprintf("add resourceNames: [%s], the one object the bridge reads", b.Source.Name))
+					}
+					if cluster && !b.clusterSource() {
+						fix = append(fix, "move it to permissions: a Role in the operator's namespace reaches the status source")
+					}
+				case csvFree && only(r, contract.CSVResource.Group, contract.CSVResource.Resource) && len(r.ResourceNames) == 0 && !cluster && slices.Equal(r.Verbs, []string{"get"}):
+					fix = append(fix, fmt.Sprintf("remove it unless the operator itself reads CSVs: the bridge reads the status source from %s (the downward API) and no CSV", EnvStatusSource))
+				}
+				if len(fix) > 0 {
+					out = append(out, Excess{Cluster: cluster, Entry: i, Index: j, Rule: r, Fix: strings.Join(fix, ", and ")})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// only reports whether a rule is about exactly one group and resource.
+func only(r rbacv1.PolicyRule, group, resource string) bool {
+	return slices.Equal(r.APIGroups, []string{group}) && slices.Equal(r.Resources, []string{resource})
+}
+
+// subset reports whether every one of verbs is in of.
+func subset(verbs, of []string) bool {
+	for _, v := range verbs {
+		if !slices.Contains(of, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // Find locates the declared container: the index of its deployment in
@@ -216,15 +434,29 @@ func Find(install operatorsv1alpha1.StrategyDetailsDeployment, d Declaration) (d
 }
 
 // Describe says a rule as a sentence's object: "get, watch on
-// cooloperators.cool.operators.corp".
-func (r Rule) Describe() string {
-	res := r.Resources[0]
-	if g := r.APIGroups[0]; g != "" {
-		res += "." + g
+// cooloperators.cool.operators.corp ("cool-operator")".
+func (r Rule) Describe() string { return Describe(r.PolicyRule) }
+
+// Describe says an RBAC rule as a sentence's object: its verbs on its
+// resources (resource.group), and the objects it names.
+func Describe(r rbacv1.PolicyRule) string {
+	res := make([]string, 0, len(r.Resources))
+	for _, resource := range r.Resources {
+		for _, g := range r.APIGroups {
+			name := resource
+			if g != "" {
+				name += "." + g
+			}
+			res = append(res, name)
+		}
 	}
-	s := strings.Join(r.Verbs, ", ") + " on " + res
-	if r.Object != "" {
-		s += fmt.Sprintf(" (%q)", r.Object)
+	s := strings.Join(r.Verbs, ", ") + " on " + strings.Join(res, ", ")
+	if len(r.ResourceNames) > 0 {
+		q := make([]string, len(r.ResourceNames))
+		for i, n := range r.ResourceNames {
+			q[i] = strconv.Quote(n)
+		}
+		s += " (" + strings.Join(q, ", ") + ")"
 	}
 	return s
 }

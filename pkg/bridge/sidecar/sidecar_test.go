@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"fmt"
 	"testing"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -55,47 +56,93 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// cool is the status source the RBAC tests are about, in a mode.
+func cool(mode v1alpha1.HandshakeMode, namespace string) *v1alpha1.StatusSource {
+	src := &v1alpha1.StatusSource{APIVersion: "cool.io/v1", Kind: "Cool", Name: "cool", Namespace: namespace}
+	switch mode {
+	case v1alpha1.HandshakeRequestAck:
+		src.Handshake = &v1alpha1.Handshake{Mode: mode, Request: &v1alpha1.HandshakeRequest{SpecPath: ".spec.upgradeRequest"}}
+	case v1alpha1.HandshakeOperatorCondition:
+		src.Handshake = &v1alpha1.Handshake{Mode: mode}
+	}
+	return src
+}
+
+func rule(group, resource string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
+}
+
+func named(r rbacv1.PolicyRule, names ...string) rbacv1.PolicyRule {
+	r.ResourceNames = names
+	return r
+}
+
+func perms(sa string, rules ...rbacv1.PolicyRule) []operatorsv1alpha1.StrategyDeploymentPermissions {
+	return []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: sa, Rules: rules}}
+}
+
+// generated is the container generate adds; older is one an older
+// generate wrote, without the status source from the downward API.
+var (
+	generated = Container(Options{Image: "img", MetricsPort: MetricsPort, ProbePort: ProbePort})
+	secure    = Container(Options{Image: "img", MetricsPort: MetricsPort, ProbePort: ProbePort, SecureMetrics: true})
+	older     = corev1.Container{Name: ContainerName, Image: "img", Args: []string{"bridge"}}
+)
+
+// rbacCase is a bridge of the status source cool (the running CSV
+// cool.v1, the resource cools), what the install strategy grants the
+// account op, and what a test wants said of it.
+type rbacCase struct {
+	name       string
+	src        *v1alpha1.StatusSource
+	namespaced bool
+	container  corev1.Container
+	install    operatorsv1alpha1.StrategyDetailsDeployment
+	want       []string
+}
+
+func (c rbacCase) bridge() Bridge {
+	return Bridge{Source: c.src, CSV: "cool.v1", Plural: "cools", Namespaced: c.namespaced, Container: c.container}
+}
+
+// TestNeedsAndMissing: what the bridge needs, by mode, container and
+// scope, is what a bundle that grants nothing lacks, each rule by name
+// where the bridge asks for one object; a rule with other names, or in a
+// Role where only a ClusterRole reaches, does not grant it.
 func TestNeedsAndMissing(t *testing.T) {
-	src := &v1alpha1.StatusSource{APIVersion: "cool.io/v1", Kind: "Cool", Name: "cool"}
-	ack := &v1alpha1.StatusSource{APIVersion: "cool.io/v1", Kind: "Cool", Name: "cool",
-		Handshake: &v1alpha1.Handshake{Mode: v1alpha1.HandshakeRequestAck, Request: &v1alpha1.HandshakeRequest{SpecPath: ".spec.upgradeRequest"}}}
-	pinned := &v1alpha1.StatusSource{APIVersion: "cool.io/v1", Kind: "Cool", Name: "cool", Namespace: "elsewhere"}
-	rule := func(group, resource string, verbs ...string) rbacv1.PolicyRule {
-		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
-	}
-	perms := func(sa string, rules ...rbacv1.PolicyRule) []operatorsv1alpha1.StrategyDeploymentPermissions {
-		return []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: sa, Rules: rules}}
-	}
-	tests := []struct {
-		name       string
-		src        *v1alpha1.StatusSource
-		namespaced bool
-		install    operatorsv1alpha1.StrategyDetailsDeployment
-		want       []string
-	}{
-		{name: "nothing granted", src: src, namespaced: true,
+	tests := []rbacCase{
+		{name: "freshness mode needs no CSV at all", src: cool("", ""), namespaced: true, container: generated,
+			want: []string{`get, watch on cools.cool.io ("cool")`}},
+		{name: "an older container reads the running CSV, by name", src: cool("", ""), namespaced: true, container: older,
 			want: []string{`get on clusterserviceversions.operators.coreos.com ("cool.v1")`, `get, watch on cools.cool.io ("cool")`}},
-		{name: "everything granted", src: src, namespaced: true,
-			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("operators.coreos.com", "clusterserviceversions", "get"), rule("cool.io", "cools", "*"))}},
-		{name: "granted to another account", src: src, namespaced: true,
-			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("other", rule("*", "*", "*"))},
-			want:    []string{`get on clusterserviceversions.operators.coreos.com ("cool.v1")`, `get, watch on cools.cool.io ("cool")`}},
-		{name: "RequestAck lists CSVs, which resourceNames cannot grant", src: ack, namespaced: true,
+		{name: "RequestAck lists and watches CSVs, which resourceNames cannot grant", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: true, container: generated,
 			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op",
-				rbacv1.PolicyRule{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"clusterserviceversions"}, ResourceNames: []string{"cool.v1"}, Verbs: []string{"get", "list", "watch"}},
+				named(rule("operators.coreos.com", "clusterserviceversions", "get", "list", "watch"), "cool.v1"),
 				rule("cool.io", "cools", "get", "watch"))},
-			want: []string{`get, list, watch on clusterserviceversions.operators.coreos.com`, `patch on cools.cool.io ("cool")`}},
-		{name: "a cluster-scoped kind in namespaced permissions", src: src, namespaced: false,
+			want: []string{`list, watch on clusterserviceversions.operators.coreos.com`, `patch on cools.cool.io ("cool")`}},
+		{name: "everything granted, by name", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op",
+				rule("operators.coreos.com", "clusterserviceversions", "list", "watch"),
+				named(rule("cool.io", "cools", "get", "watch", "patch"), "cool"))}},
+		{name: "a rule naming another object does not grant", src: cool("", ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "other"))},
+			want:    []string{`get, watch on cools.cool.io ("cool")`}},
+		{name: "granted to another account", src: cool("", ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("other", rule("*", "*", "*"))},
+			want:    []string{`get, watch on cools.cool.io ("cool")`}},
+		{name: "a cluster-scoped kind in namespaced permissions", src: cool("", ""), namespaced: false, container: generated,
 			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("*", "*", "*"))},
 			want:    []string{`get, watch on cools.cool.io ("cool")`}},
-		{name: "a pinned namespace in clusterPermissions", src: pinned, namespaced: true,
-			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("operators.coreos.com", "clusterserviceversions", "get")),
-				ClusterPermissions: perms("op", rule("cool.io", "cools", "get", "watch"))}},
+		{name: "a pinned namespace in clusterPermissions, by name", src: cool("", "elsewhere"), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"))}},
+		{name: "secure metrics ask the apiserver to authenticate and authorize", src: cool("", ""), namespaced: true, container: secure,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("authentication.k8s.io", "tokenreviews", "create"))},
+			want:    []string{`get, watch on cools.cool.io ("cool")`, `create on tokenreviews.authentication.k8s.io`, `create on subjectaccessreviews.authorization.k8s.io`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, m := range Missing(tt.install, "op", Needs(tt.src, "cool.v1", "cools", tt.namespaced)) {
+			for _, m := range Missing(tt.install, "op", tt.bridge().Needs()) {
 				got = append(got, m.Describe())
 			}
 			assert.Equal(t, tt.want, got)
@@ -103,14 +150,146 @@ func TestNeedsAndMissing(t *testing.T) {
 	}
 }
 
+// TestNeedsAreByName: every rule the bridge needs on one object names it,
+// and only the CSV list and watch of RequestAck and the reviews of secure
+// metrics name none; the CR is in clusterPermissions only where a Role
+// cannot reach it.
+func TestNeedsAreByName(t *testing.T) {
+	tests := []struct {
+		name       string
+		src        *v1alpha1.StatusSource
+		namespaced bool
+		container  corev1.Container
+		want       []Rule
+	}{
+		{name: "freshness", src: cool("", ""), namespaced: true, container: generated,
+			want: []Rule{{PolicyRule: named(rule("cool.io", "cools", "get", "watch"), "cool")}}},
+		{name: "RequestAck", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: true, container: generated,
+			want: []Rule{{PolicyRule: rule("operators.coreos.com", "clusterserviceversions", "list", "watch")}, {PolicyRule: named(rule("cool.io", "cools", "get", "watch", "patch"), "cool")}}},
+		{name: "a cluster-scoped kind", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: false, container: generated,
+			want: []Rule{{PolicyRule: rule("operators.coreos.com", "clusterserviceversions", "list", "watch")}, {PolicyRule: named(rule("cool.io", "cools", "get", "watch", "patch"), "cool"), Cluster: true}}},
+		{name: "a pinned namespace", src: cool("", "elsewhere"), namespaced: true, container: older,
+			want: []Rule{{PolicyRule: named(rule("operators.coreos.com", "clusterserviceversions", "get"), "cool.v1")}, {PolicyRule: named(rule("cool.io", "cools", "get", "watch"), "cool"), Cluster: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Bridge{Source: tt.src, CSV: "cool.v1", Plural: "cools", Namespaced: tt.namespaced, Container: tt.container}.Needs()
+			for i := range got {
+				got[i].Why = ""
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestBroad: the rules older generate --bridge wrote (the CR's verbs
+// without resourceNames, the CSV get of freshness mode) and a
+// ClusterRole where a Role reaches are reported with the fix; the
+// operator's own rules (any other verb), what the bridge still needs and
+// other accounts' rules are not.
+func TestBroad(t *testing.T) {
+	csvGet := rule("operators.coreos.com", "clusterserviceversions", "get")
+	tests := []rbacCase{
+		{name: "the CR's verbs without a name", src: cool("", ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("cool.io", "cools", "patch"))},
+			want:    []string{"permissions[0].rules[0] patch on cools.cool.io: add resourceNames: [cool], the one object the bridge reads"}},
+		{name: "the operator's own rule on the CR", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("cool.io", "cools", "get", "list", "watch", "update", "patch"))}},
+		{name: "the CR's rule by name", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", named(rule("cool.io", "cools", "get", "watch", "patch"), "cool"))}},
+		{name: "a ClusterRole where a Role reaches", src: cool("", ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"))},
+			want:    []string{"clusterPermissions[0].rules[0] get, watch on cools.cool.io (\"cool\"): move it to permissions: a Role in the operator's namespace reaches the status source"}},
+		{name: "a ClusterRole without a name where a Role reaches", src: cool("", ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", rule("cool.io", "cools", "get", "watch"))},
+			want: []string{"clusterPermissions[0].rules[0] get, watch on cools.cool.io: add resourceNames: [cool], the one object the bridge reads, and " +
+				"move it to permissions: a Role in the operator's namespace reaches the status source"}},
+		{name: "a cluster-scoped kind without a name", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: false, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", rule("cool.io", "cools", "get", "watch", "patch"))},
+			want:    []string{"clusterPermissions[0].rules[0] get, watch, patch on cools.cool.io: add resourceNames: [cool], the one object the bridge reads"}},
+		{name: "a pinned namespace by name in a ClusterRole", src: cool("", "elsewhere"), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"))}},
+		{name: "a Role rule for a cluster-scoped kind is not the bridge's", src: cool("", ""), namespaced: false, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("cool.io", "cools", "get", "watch"))}},
+		{name: "the CSV get freshness mode no longer needs", src: cool("", ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("cool.io", "cools", "*"), csvGet)},
+			want:    []string{"permissions[0].rules[1] get on clusterserviceversions.operators.coreos.com: remove it unless the operator itself reads CSVs: the bridge reads the status source from STATUSCHECK_STATUS_SOURCE (the downward API) and no CSV"}},
+		{name: "the CSV get an older container still needs", src: cool("", ""), namespaced: true, container: older,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", csvGet)}},
+		{name: "the CSV get under RequestAck", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", csvGet)}},
+		{name: "the operator's own CSV informer", src: cool("", ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("operators.coreos.com", "clusterserviceversions", "get", "list", "watch"))}},
+		{name: "another account's rules", src: cool("", ""), namespaced: true, container: generated,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("other", rule("cool.io", "cools", "get"), csvGet)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, e := range tt.bridge().Broad(tt.install, "op") {
+				got = append(got, fmt.Sprintf("%s[%d].rules[%d] %s: %s", Field(e.Cluster), e.Entry, e.Index, Describe(e.Rule), e.Fix))
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestContainer: the generated container gets the status source and its
+// namespace from the downward API, declares its named ports, serves its
+// metrics on localhost unless they are secure, and has a liveness probe on
+// its health port but no readiness probe.
+func TestContainer(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		args  []string
+		ports []corev1.ContainerPort
+	}{
+		{name: "the default ports", opts: Options{Image: "img", MetricsPort: MetricsPort, ProbePort: ProbePort},
+			args:  []string{"bridge", "--metrics-bind-address=127.0.0.1:8383"},
+			ports: []corev1.ContainerPort{{Name: "health", ContainerPort: 8384, Protocol: corev1.ProtocolTCP}}},
+		{name: "moved ports", opts: Options{Image: "img", MetricsPort: 8386, ProbePort: 8387},
+			args:  []string{"bridge", "--metrics-bind-address=127.0.0.1:8386", "--health-probe-bind-address=:8387"},
+			ports: []corev1.ContainerPort{{Name: "health", ContainerPort: 8387, Protocol: corev1.ProtocolTCP}}},
+		{name: "secure metrics, off localhost", opts: Options{Image: "img", MetricsPort: MetricsPort, ProbePort: ProbePort, SecureMetrics: true},
+			args: []string{"bridge", "--metrics-secure", "--metrics-bind-address=:8383"},
+			ports: []corev1.ContainerPort{{Name: "health", ContainerPort: 8384, Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", ContainerPort: 8383, Protocol: corev1.ProtocolTCP}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Container(tt.opts)
+			assert.Equal(t, tt.args, c.Args)
+			assert.Equal(t, tt.ports, c.Ports)
+			assert.Equal(t, "health", c.LivenessProbe.HTTPGet.Port.StrVal)
+			assert.Nil(t, c.ReadinessProbe, "a sidecar that is not ready would fail OLM's install")
+			assert.Equal(t, []corev1.EnvVar{
+				{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+				{Name: "STATUSCHECK_STATUS_SOURCE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['operatorframework.io/status-source']"}}},
+			}, c.Env)
+			assert.True(t, SourceFromEnv(c))
+			assert.Equal(t, tt.opts.SecureMetrics, SecureMetrics(c))
+		})
+	}
+	assert.False(t, SourceFromEnv(older))
+	assert.False(t, SecureMetrics(older))
+}
+
 func TestPortsAvoidThePodsOwn(t *testing.T) {
 	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Ports: []corev1.ContainerPort{{ContainerPort: 8383}, {ContainerPort: 8384}, {ContainerPort: 8385}}}}}
 	m, p := Ports(pod)
 	assert.Equal(t, 8386, m)
 	assert.Equal(t, 8387, p)
-	c := Container("img", m, p)
-	assert.Equal(t, []string{"bridge", "--metrics-bind-address=:8386", "--health-probe-bind-address=:8387"}, c.Args)
-	assert.Equal(t, int32(8387), c.LivenessProbe.HTTPGet.Port.IntVal)
 	m, p = Ports(corev1.PodSpec{})
-	assert.Equal(t, []string{"bridge"}, Container("img", m, p).Args)
+	assert.Equal(t, MetricsPort, m)
+	assert.Equal(t, ProbePort, p)
+}
+
+// TestOneWriter: only the OperatorCondition handshake, in which the
+// operator writes the OperatorCondition itself, refuses the bridge.
+func TestOneWriter(t *testing.T) {
+	for _, mode := range []v1alpha1.HandshakeMode{"", v1alpha1.HandshakeNone, v1alpha1.HandshakeRequestAck} {
+		assert.NoError(t, OneWriter(cool(mode, "")), mode)
+	}
+	assert.ErrorContains(t, OneWriter(cool(v1alpha1.HandshakeOperatorCondition, "")), "the bridge and the operator would both write it")
 }

@@ -1,0 +1,211 @@
+package olm
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/pem"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/internal/testutil/kubelet"
+	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
+)
+
+// EnvImage names the statuscheck image the container tests run: `make
+// olm` builds it (make image) and sets it.
+const EnvImage = "STATUSCHECK_IMAGE"
+
+func image(t *testing.T) string {
+	t.Helper()
+	img := os.Getenv(EnvImage)
+	require.NotEmpty(t, img, "$%s names the statuscheck image to run: `make olm` builds it (make image) and sets it", EnvImage)
+	out, err := exec.Command("podman", "image", "exists", img).CombinedOutput()
+	require.NoError(t, err, "image %s is not in podman's store (make image IMAGE=%s; .ci/podman installs podman): %s", img, img, out)
+	return img
+}
+
+// sidecarPod runs the bridge's container of the Deployment OLM made for
+// v1, exactly as the Deployment says (read back from the cluster, OLM's
+// OPERATOR_CONDITION_NAME in its env), under podman as the kubelet would
+// (internal/testutil/kubelet: the downward API, the security context
+// checked against the image's user, a read-only root, the service
+// account's token, CA and namespace where client-go's in-cluster config
+// reads them, the probes polled, SIGTERM with the pod's grace period).
+func (w *world) sidecarPod(probePeriod time.Duration) *kubelet.Container {
+	w.t.Helper()
+	ctx := context.Background()
+	decl, err := sidecar.Declared(w.csv)
+	require.NoError(w.t, err)
+	require.NotNil(w.t, decl)
+	dep, err := w.c.Kube.AppsV1().Deployments(w.ns).Get(ctx, decl.Deployment, metav1.GetOptions{})
+	require.NoError(w.t, err, "the Deployment OLM made")
+	i := slices.IndexFunc(dep.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == decl.Container })
+	require.GreaterOrEqual(w.t, i, 0)
+	ctr := dep.Spec.Template.Spec.Containers[i]
+	require.True(w.t, slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == bridge.EnvOperatorConditionName && e.Value == v1 }),
+		"OLM injected %s into the sidecar", bridge.EnvOperatorConditionName)
+
+	pod := kubelet.FromTemplate(w.ns, dep.Name+"-0", dep.Spec.Template)
+	tr, err := w.c.Kube.CoreV1().ServiceAccounts(w.ns).CreateToken(ctx, pod.ServiceAccountName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}, metav1.CreateOptions{})
+	require.NoError(w.t, err, "a token of the deployment's service account %s", pod.ServiceAccountName)
+	pod.Token = []byte(tr.Status.Token)
+	u, err := url.Parse(w.c.Config.Host)
+	require.NoError(w.t, err)
+	pod.APIServer = u.Host
+	pod.CA = servingCA(w.t, u.Host)
+	pod.ProbePeriod = probePeriod
+	// The binary's own peak memory on exit (cmd/statuscheck, peakMemoryEnv).
+	pod.ExtraEnv = []corev1.EnvVar{{Name: "STATUSCHECK_DEBUG_PEAK_MEMORY", Value: "1"}}
+	c, err := kubelet.Run(ctx, w.t, pod, ctr)
+	require.NoError(w.t, err, "the kubelet would start the sidecar")
+	w.t.Cleanup(func() {
+		if w.t.Failed() {
+			w.t.Logf("the sidecar's logs:\n%s", c.Logs())
+		}
+	})
+	return c
+}
+
+// servingCA is what a pod's ca.crt holds for the test apiserver: the
+// certificates its serving endpoint presents (the test server's serving
+// certificate is self-signed, and the loopback client config's CA is
+// another), for client-go's in-cluster config to verify it with.
+func servingCA(t *testing.T, addr string) []byte {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reading the certificate to trust
+	require.NoError(t, err)
+	defer conn.Close()
+	var out []byte
+	for _, c := range conn.ConnectionState().PeerCertificates {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	require.NotEmpty(t, out, "the apiserver's serving certificate")
+	return out
+}
+
+// TestBridgeContainerAsOLMDeploysIt is issue 26 on real OLM v0.46.0: a
+// bundle `generate --bridge IMAGE` wrote is installed; its sidecar runs as
+// a container of the statuscheck image, from the Deployment OLM made;
+// OLM holds the replacement while the CR's condition is outdated or False
+// and releases it on a fresh True; the container exits 0 on SIGTERM. With
+// an image whose entrypoint is not statuscheck (the Dockerfile before
+// issue 26: validate -o scorecard /bundle), a root or named user, or a
+// binary that needs to write its root, it fails. It measures what a user
+// weighs before adding the sidecar: start-up to ready, peak memory and
+// CPU, and the latency OLM's decision gains through the bridge, beside
+// the same decision when the operator writes its OperatorCondition itself,
+// in the same run.
+func TestBridgeContainerAsOLMDeploysIt(t *testing.T) {
+	img := image(t)
+	dir := copyBundle(t, "none")
+	out, err := exec.Command(testutil.Binary(t), "generate", "-w", "--bridge", img, dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	w := newWorldAt(t, dir)
+	w.running(false)
+	started := time.Now()
+	c := w.sidecarPod(100 * time.Millisecond)
+	stopped := false
+	defer func() {
+		if !stopped {
+			_, _ = c.Stop()
+		}
+	}()
+	ready, err := c.WaitReady(context.Background())
+	require.NoError(t, err, "the sidecar's liveness probe answers; logs:\n%s", c.Logs())
+	w.waitOCSpec(v1, metav1.ConditionTrue, bridge.ReasonUpgradeable)
+	firstEntry := time.Since(started)
+
+	gen := w.userSets("MariaDB") // the CR's True is outdated
+	w.waitOCSpec(v1, metav1.ConditionFalse, bridge.ReasonOutdated)
+	w.installCSV(v2, "0.2.0", v1)
+	w.waitCSV(v2, operatorsv1alpha1.CSVPhasePending, operatorsv1alpha1.CSVReasonOperatorConditionNotUpgradeable)
+	viaBridge := w.decisionLatency(func(reason string) { w.reports(metav1.ConditionFalse, reason, gen) })
+	phase, _ := w.csvPhase(v2)
+	assert.Equal(t, string(operatorsv1alpha1.CSVPhasePending), phase, "held while the CR says False")
+	w.reports(metav1.ConditionTrue, "Idle", gen)
+	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
+	assert.Zero(t, c.LivenessFailures(), "the liveness probe never failed")
+
+	code, err := c.Stop()
+	stopped = true
+	require.NoError(t, err)
+	assert.Equal(t, 0, code, "exit 0 on SIGTERM; logs:\n%s", c.Logs())
+	peak, cpu, err := c.Usage()
+	require.NoError(t, err)
+	vmHWM := ""
+	if m := regexp.MustCompile(`peak memory (\d+) kB`).FindStringSubmatch(c.Logs()); m != nil {
+		kb, _ := strconv.Atoi(m[1])
+		vmHWM = fmt.Sprintf(", the process's own VmHWM %d MiB", kb>>10)
+	}
+
+	// The anchor, in the same run: no bridge, the operator writes its
+	// OperatorCondition's spec itself (what operator-lib's conditions.Set
+	// means to do: meta.SetStatusCondition on spec.conditions).
+	a := newWorld(t, "none")
+	a.running(true)
+	a.installCSV(v2, "0.2.0", v1)
+	a.mirrors(v1, metav1.ConditionFalse, "Migrating")
+	a.waitCSV(v2, operatorsv1alpha1.CSVPhasePending, operatorsv1alpha1.CSVReasonOperatorConditionNotUpgradeable)
+	direct := a.decisionLatency(func(reason string) { a.mirrors(v1, metav1.ConditionFalse, reason) })
+
+	ratio := float64(median(viaBridge)) / float64(median(direct))
+	t.Logf("the bridge as a container: ready (first liveness success) %s after its start, its first entry %s after it; peak memory %d MiB (the container's cgroup)%s, CPU %s over %s; "+
+		"from a status write to OLM's decision on %s, %d writes: through the bridge %s, the operator writing its OperatorCondition %s: %.2fx",
+		ready.Round(time.Millisecond), firstEntry.Round(time.Millisecond), peak>>20, vmHWM, cpu.Round(time.Millisecond), time.Since(started).Round(time.Second),
+		v2, len(viaBridge), stat(viaBridge), stat(direct), ratio)
+}
+
+// decisionLatency holds v2 in Pending and times each of 20 writes (write
+// makes one with the reason given) until OLM's decision on v2 shows it:
+// v2's Pending message, which OLM writes from the condition it read.
+func (w *world) decisionLatency(write func(reason string)) []time.Duration {
+	w.t.Helper()
+	ctx := context.Background()
+	var out []time.Duration
+	for i := 0; i < 20; i++ {
+		reason := fmt.Sprintf("MigrationStep%d", i)
+		start := time.Now()
+		write(reason)
+		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+			csv, err := w.c.OLM.OperatorsV1alpha1().ClusterServiceVersions(w.ns).Get(ctx, v2, metav1.GetOptions{})
+			return err == nil && csv.Status.Phase == operatorsv1alpha1.CSVPhasePending && strings.Contains(csv.Status.Message, reason), nil
+		})
+		require.NoError(w.t, err, "OLM's decision on %s for %s; CSVs: %s", v2, reason, w.describeCSVs())
+		out = append(out, time.Since(start))
+	}
+	return out
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func stat(d []time.Duration) string {
+	s := slices.Clone(d)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return fmt.Sprintf("median %s, worst %s", s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+}
