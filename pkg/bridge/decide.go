@@ -204,13 +204,21 @@ func Decide(in Input) Decision {
 	}
 	c := d.Condition
 	c.LastTransitionTime = metav1.NewTime(in.Now)
-	d.Conditions, d.WriteOC = setOne(in.OC.Spec.Conditions, c)
+	d.setEntry(in.OC, c)
+	return d
+}
+
+// setEntry makes c the OperatorCondition's one Upgradeable entry in d:
+// the whole list (setOne), the entry as it stands there, its digest, and
+// whether to write (the list changed, or the digest beside it is not this
+// entry's).
+func (d *Decision) setEntry(oc *operatorsv2.OperatorCondition, c metav1.Condition) {
+	d.Conditions, d.WriteOC = setOne(oc.Spec.Conditions, c)
 	d.Condition = *meta.FindStatusCondition(d.Conditions, contract.ConditionUpgradeable)
 	d.Digest = EntryDigest(d.Condition)
-	if in.OC.Annotations[AnnotationEntry] != d.Digest {
+	if oc.Annotations[AnnotationEntry] != d.Digest {
 		d.WriteOC = true
 	}
-	return d
 }
 
 // EntryDigest is a digest of an Upgradeable entry: its type, status,
@@ -516,13 +524,8 @@ func Unreadable(oc *operatorsv2.OperatorCondition, why error, now time.Time) (d 
 // falseEntry is the decision to write a False entry with reason and msg.
 func falseEntry(oc *operatorsv2.OperatorCondition, reason, msg string, now time.Time) Decision {
 	d := Decision{Gate: contract.Decision{Verdict: contract.Block, Reason: msg}}
-	d.Conditions, d.WriteOC = setOne(oc.Spec.Conditions, metav1.Condition{Type: contract.ConditionUpgradeable, Status: metav1.ConditionFalse,
+	d.setEntry(oc, metav1.Condition{Type: contract.ConditionUpgradeable, Status: metav1.ConditionFalse,
 		Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(now)})
-	d.Condition = *meta.FindStatusCondition(d.Conditions, contract.ConditionUpgradeable)
-	d.Digest = EntryDigest(d.Condition)
-	if oc.Annotations[AnnotationEntry] != d.Digest {
-		d.WriteOC = true
-	}
 	return d
 }
 

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,10 +357,6 @@ func TestBridgeDecisionLatency(t *testing.T) {
 		return p != string(operatorsv1alpha1.CSVPhasePending)
 	})
 	release := time.Since(start)
-	stat := func(d []time.Duration) string {
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		return fmt.Sprintf("median %s, worst %s", d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
-	}
 	t.Logf("from the CR's status write, 20 writes: to OLM's copy in the OperatorCondition %s; to OLM's decision on %s (its Pending message) %s; the release (fresh True to v2 leaving Pending) %s",
 		stat(toCopy), v2, stat(toDecision), release.Round(time.Millisecond))
 	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
