@@ -54,17 +54,21 @@ vet:
 docs:
 	$(GO) run ./cmd/statuscheck rules -o markdown > docs/rules.md
 
-## demo: validate the shipped bundles; the failing fixture shows findings (exit 1 is expected there).
+## demo: validate the shipped bundles; the good bundle and the failing fixtures show findings (exit 1 is expected there).
 demo:
-	$(GO) run ./cmd/statuscheck validate testdata/bundles/good
+	$(GO) run ./cmd/statuscheck validate testdata/bundles/protected
+	-$(GO) run ./cmd/statuscheck validate testdata/bundles/good
 	-$(GO) run ./cmd/statuscheck validate testdata/bundles/rules/status-rbac-missing/fail testdata/bundles/rules/conditions-observedgeneration-missing/fail
 	$(GO) run ./cmd/statuscheck generate -d testdata/bundles/rules/status-source-missing/fail
 	-$(GO) run ./cmd/statuscheck simulate --policy all testdata/traces/seed.yaml
 	-$(GO) run ./cmd/statuscheck simulate --explore --bundle testdata/bundles/handshake/request-annotation
 
-## bench: statuscheck against operator-framework/api's loader and validators, same bundles, same run.
+## bench: statuscheck against operator-framework/api's loader and validators, same bundles, same run:
+## in one process, then as whole processes with their start-up (one per bundle, one for all, --help;
+## STATUSCHECK_PREVIOUS=path/to/older/statuscheck adds that binary to the same run).
 bench:
 	$(GO) test ./pkg/validate -run '^$$' -bench . -benchtime 10x -cpu 1,2
+	$(GO) test ./cmd/statuscheck -run '^$$' -bench Process -benchtime 5x -timeout 30m
 	$(GO) test ./pkg/simulate -run '^$$' -bench 'ReplayVsDecode|ReplayCRD1M' -benchtime 1x -cpu 1,2 -timeout 60m
 	$(GO) test ./pkg/explore -run '^$$' -bench 'Explore/' -benchtime 3x -cpu 1,2
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/statuscheck/statuscheck/internal/cli"
+	"github.com/statuscheck/statuscheck/internal/gcfloor"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
 
@@ -22,6 +23,12 @@ func main() {
 	// The apiserver code statuscheck runs, and client-go, log through
 	// klog; what matters reaches the user as findings and errors.
 	apiserver.SilenceLogs()
+	// The collector has been off since gcfloor's initialisation; the
+	// commands that run long or grow large get it back now, the others
+	// when they reach gcfloor.Floor.
+	if !cli.ShortLived(os.Args[1:]) {
+		gcfloor.Release()
+	}
 	code := cli.Main(os.Args[1:], os.Stdout, os.Stderr)
 	if os.Getenv(peakMemoryEnv) == "1" {
 		if f, err := os.Open("/proc/self/status"); err == nil {

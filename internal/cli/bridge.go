@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -89,15 +90,15 @@ stops gracefully on SIGINT or SIGTERM.`,
 	}
 	fl := cmd.Flags()
 	f.clusterFlags.register(fl)
-	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's namespace (default: $POD_NAMESPACE, else the service account's, else the context's)")
-	fl.StringVar(&f.conditionName, "operator-condition-name", "", "the OperatorCondition (default: $"+bridge.EnvOperatorConditionName+", which OLM sets)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's `NAMESPACE` (default: $POD_NAMESPACE, else the service account's, else the context's)")
+	fl.StringVar(&f.conditionName, "operator-condition-name", "", "the OperatorCondition's `NAME` (default: $"+bridge.EnvOperatorConditionName+", which OLM sets)")
 	f.sourceFlags.register(cmd)
 	cmd.MarkFlagsRequiredTogether("crd", "source")
-	fl.StringVar(&f.metricsAddr, "metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", sidecar.MetricsPort), `where controller-runtime serves /metrics ("0": off); localhost unless asked`)
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", sidecar.MetricsPort), "the `ADDR` where controller-runtime serves /metrics (\"0\": off); localhost unless asked")
 	fl.BoolVar(&f.metricsSecure, sidecar.FlagMetricsSecure, false, "serve /metrics over HTTPS, only to clients the apiserver authenticates and authorizes for it (controller-runtime's filter: needs create on tokenreviews and subjectaccessreviews)")
-	fl.StringVar(&f.probeAddr, "health-probe-bind-address", fmt.Sprintf(":%d", sidecar.ProbePort), `where /healthz and /readyz are served ("0": off)`)
-	fl.DurationVar(&f.resync, "resync", bridge.DefaultResync, "decide again this often without an event (it bounds how long an OperatorCondition OLM made again goes without the entry)")
-	fl.IntVar(&f.verbosity, "verbosity", 0, "log verbosity (klog's -v)")
+	fl.StringVar(&f.probeAddr, "health-probe-bind-address", fmt.Sprintf(":%d", sidecar.ProbePort), "the `ADDR` where /healthz and /readyz are served (\"0\": off)")
+	fl.DurationVar(&f.resync, "resync", bridge.DefaultResync, "decide again after this `DURATION` without an event (it bounds how long an OperatorCondition OLM made again goes without the entry)")
+	fl.IntVar(&f.verbosity, "verbosity", 0, "log verbosity `N` (klog's -v)")
 	return cmd
 }
 
@@ -210,7 +211,16 @@ func runFromCluster(ctx gocontext.Context, cfg *rest.Config, annotation string, 
 // (the pod's copy, else the running CSV's), its kind's resource and scope
 // from discovery, and its token types from the schema the cluster serves
 // (source.ServedTokens: never a guess).
-func clusterSource(ctx gocontext.Context, cfg *rest.Config, annotation string, opts *bridge.Options) error {
+func clusterSource(ctx gocontext.Context, cfg *rest.Config, annotation string, opts *bridge.Options) (err error) {
+	defer func() {
+		// A 404 (the running CSV, the kind's discovery): the CRD not
+		// installed, or no apiserver at all.
+		if apierrors.IsNotFound(err) {
+			if p := notAnAPIServer(ctx, cfg); p != nil {
+				err = p
+			}
+		}
+	}()
 	from := "$" + sidecar.EnvStatusSource
 	if annotation == "" {
 		var err error

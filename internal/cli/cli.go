@@ -132,20 +132,65 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "statuscheck",
 		Short: "Check, write and simulate an operator's status-source contract for OLM upgrades",
-		Long: `statuscheck makes the status-source contract safe to adopt: OLM reads the
-Upgradeable condition from the operator's own custom resource, and
-metadata.generation against observedGeneration keeps an outdated
-"Upgradeable=True" from being acted on.
+		Long: `statuscheck makes the status-source contract safe to adopt: the operator
+reports Upgradeable on its own custom resource, named by the CSV's
+operatorframework.io/status-source annotation, and metadata.generation
+against observedGeneration keeps an outdated "Upgradeable=True" from being
+acted on.
+
+OLM v0 (every release so far) does not read the annotation: it gates an
+upgrade on the OperatorCondition only. statuscheck bridge, a sidecar, writes
+the OperatorCondition from the CR (generate --bridge); or the operator writes
+it itself (the OperatorCondition handshake). validate says, for OLM v0,
+OLM v1 and no OLM, whether the bundle's upgrade is actually held.
 
 Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 could not run.`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	// cobra's own completion command: bash, zsh, fish and powershell.
-	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand(), a.versionCommand(), a.bridgeCommand())
+	// cobra's own completion command: bash, zsh, fish and powershell. Its
+	// scripts are written where the root writes (cobra takes the writer
+	// when it makes the command).
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			completionShells(c)
+		}
+	}
 	return root
+}
+
+// completionShells makes cobra's completion command refuse a shell it
+// has no script for (exit 2, naming those it has) instead of printing its
+// help and exiting 0; without a shell it prints its help.
+func completionShells(c *cobra.Command) {
+	c.Use = "completion SHELL"
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var shells []string
+		for _, sub := range cmd.Commands() {
+			if sub.Name() != "help" {
+				shells = append(shells, sub.Name())
+			}
+		}
+		return usagef("completion: unsupported shell %q: statuscheck has completion scripts for %s", args[0], orList(shells))
+	}
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // enumFlag is a string flag limited to a set of values; a wrong value is a

@@ -65,14 +65,15 @@ func TestValidateExitCodes(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{name: "a good bundle", args: []string{"validate", "testdata/bundles/good"}, code: 0, stdout: "1 bundle checked: 0 errors, 0 warnings, 0 info"},
+		{name: "a protected bundle", args: []string{"validate", "testdata/bundles/protected"}, code: 0, stdout: "1 bundle checked: 0 errors, 0 warnings, 0 info"},
+		{name: "the good bundle: nothing holds its upgrade on OLM v0", args: []string{"validate", "testdata/bundles/good"}, code: 1, stdout: "error upgrade-not-held-olm-v0:"},
 		{name: "an error finding", args: []string{"validate", "testdata/bundles/rules/status-rbac-missing/fail"}, code: 1, stdout: "error status-rbac-missing:"},
-		{name: "a warning passes by default", args: []string{"validate", "testdata/bundles/rules/conditions-list-type/fail"}, code: 0, stdout: "warning conditions-list-type:"},
-		{name: "a warning fails with --fail-on warning", args: []string{"validate", "--fail-on", "warning", "testdata/bundles/rules/conditions-list-type/fail"}, code: 1},
+		{name: "a warning passes by default", args: []string{"validate", "WARNING"}, code: 0, stdout: "warning conditions-list-type:"},
+		{name: "a warning fails with --fail-on warning", args: []string{"validate", "--fail-on", "warning", "WARNING"}, code: 1},
 		{name: "info passes with --fail-on warning", args: []string{"validate", "--fail-on=warning", "testdata/bundles/rules/status-source-missing/fail"}, code: 0, stdout: "info status-source-missing:"},
 		{name: "info fails with --fail-on info", args: []string{"validate", "--fail-on=info", "testdata/bundles/rules/status-source-missing/fail"}, code: 1},
 		{name: "--require-status-source", args: []string{"validate", "--require-status-source", "testdata/bundles/rules/status-source-missing/fail"}, code: 1, stdout: "error status-source-missing:"},
-		{name: "several bundles", args: []string{"validate", "testdata/bundles/good", "testdata/bundles/rules/status-rbac-missing/fail"}, code: 1, stdout: "2 bundles checked: 1 error"},
+		{name: "several bundles", args: []string{"validate", "testdata/bundles/protected", "WARNING"}, code: 0, stdout: "2 bundles checked: 0 errors, 1 warning"},
 		{name: "a missing path", args: []string{"validate", "testdata/bundles/nope"}, code: 2, stderr: "loading bundle testdata/bundles/nope: no such file or directory"},
 		{name: "a missing path beside a good one", args: []string{"validate", "testdata/bundles/good", "testdata/bundles/nope"}, code: 2},
 		{name: "no path", args: []string{"validate"}, code: 2, stderr: "requires at least 1 arg"},
@@ -83,8 +84,14 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "rules", args: []string{"rules"}, code: 0, stdout: "status-rbac-missing"},
 		{name: "version", args: []string{"--version"}, code: 0, stdout: "statuscheck version"},
 	}
+	warning := protectedWithWarning(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			for i, a := range tt.args {
+				if a == "WARNING" {
+					tt.args[i] = warning
+				}
+			}
 			code, stdout, stderr := run(t, tt.args...)
 			assert.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			assert.Contains(t, stdout, tt.stdout)
@@ -252,11 +259,12 @@ func TestBadInput(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, stderr, "loading bundle "+dir+": no such file or directory")
 	})
-	t.Run("a file instead of a directory", func(t *testing.T) {
-		file := filepath.Join(t.TempDir(), "csv.yaml")
-		require.NoError(t, os.WriteFile(file, csv, 0o644))
+	t.Run("a file that is not a CSV", func(t *testing.T) {
+		// A CSV file is validated (issue 27); another object is not one.
+		file := filepath.Join(t.TempDir(), "configmap.yaml")
+		require.NoError(t, os.WriteFile(file, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"), 0o644))
 		code, _, stderr := run(t, "validate", "-o", "json", file)
 		assert.Equal(t, 2, code)
-		assert.Contains(t, stderr, "loading bundle "+file+": not a directory")
+		assert.Contains(t, stderr, "loading bundle "+file+": a ConfigMap, not a ClusterServiceVersion")
 	})
 }

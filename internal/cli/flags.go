@@ -16,9 +16,9 @@ type sourceFlags struct {
 // register defines the three flags on cmd; --bundle excludes the others.
 func (s *sourceFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&s.bundleDir, "bundle", "", "take the status source and its CRD from this bundle")
-	fl.StringVar(&s.crdFile, "crd", "", "the CRD file, or a directory of CRD files, for an operator deployed without OLM (with --source)")
-	fl.StringVar(&s.source, "source", "", "the status source as GROUP/VERSION/KIND/NAME or GROUP/VERSION/KIND/NAMESPACE/NAME (with --crd)")
+	fl.StringVar(&s.bundleDir, "bundle", "", "take the status source and its CRD from the bundle `DIR`")
+	fl.StringVar(&s.crdFile, "crd", "", "the CRD `PATH`, a file or a directory of CRD files, for an operator deployed without OLM (with --source)")
+	fl.StringVar(&s.source, "source", "", "the status source as `GROUP/VERSION/KIND[/NAMESPACE]/NAME` (with --crd)")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "source")
 }
@@ -41,6 +41,6 @@ type clusterFlags struct {
 }
 
 func (c *clusterFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&c.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
-	fl.StringVar(&c.kubeContext, "context", "", "the kubeconfig context to use (default: its current context)")
+	fl.StringVar(&c.kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
+	fl.StringVar(&c.kubeContext, "context", "", "the kubeconfig context `NAME` to use (default: its current context)")
 }

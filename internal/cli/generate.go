@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/generate"
 	"github.com/statuscheck/statuscheck/pkg/report"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -36,14 +38,19 @@ func (a *app) generateCommand() *cobra.Command {
 		Use:   "generate PATH...",
 		Short: "Write the status-source annotation into a CSV, changing nothing else",
 		Long: `Generate writes the operatorframework.io/status-source annotation into a
-ClusterServiceVersion. PATH is a bundle root, a manifests directory or a CSV
+ClusterServiceVersion. PATH is a bundle root, a manifests directory, a
+directory of bundles (each bundle in it, as validate takes it) or a CSV
 file (operator-sdk's config/manifests/bases/NAME.clusterserviceversion.yaml
-too; point --crd at the CRDs it has no copy of).
+too; point --crd at the CRDs it has no copy of). A path that cannot be
+done does not stop the others; each is named at the end, with exit 2.
 
 Flags set the value; what they leave open comes from the current annotation
 when it is valid, else from operatorframework.io/initialization-resource,
 else from the only owned CRD and its alm-examples entry. When that is still
-ambiguous, generate exits 2 and lists the candidates.
+ambiguous, generate exits 2 and lists the candidates. A name found only in
+alm-examples (a sample for the console, not a CR anything shows the
+operator keeps) is not taken on its own: generate exits 2 and offers it as
+--name, which accepts it.
 
 Like gofmt: the new CSV goes to stdout; -w writes it in place (atomically);
 -d prints a diff; -o patch prints a JSON 6902 patch for kustomize; --check
@@ -89,7 +96,16 @@ OperatorCondition itself there, and the bridge would fight it.`,
 			values.RequestSpecPath = str("request-spec-path", specPath)
 			values.RequestAnnotation = str("request-annotation", annoKey)
 			values.AckStatusPath = str("ack-status-path", ackPath)
-			if err := generateConflicts(values, output.value, write, diff, check, len(args)); err != nil {
+			// A directory of bundles (as validate takes it) is each bundle
+			// in it.
+			var paths []string
+			for _, p := range args {
+				paths = append(paths, bundle.Roots(p, bundle.Options{})...)
+			}
+			if len(args) == 1 && len(paths) > 1 && !write && !check && !diff {
+				return usagef("%s is a directory of %d bundles: several paths need -w, -d or --check; stdout holds one file", args[0], len(paths))
+			}
+			if err := generateConflicts(values, output.value, write, diff, check, len(paths)); err != nil {
 				return err
 			}
 			opts := generate.Options{Values: values, CRDs: crds}
@@ -105,36 +121,40 @@ OperatorCondition itself there, and the bridge would fight it.`,
 			}
 			code := result.ExitOK
 			fix := fixCommand(f)
-			for _, path := range args {
+			// Like gofmt -w over many files: one path that cannot be done
+			// does not stop the others; each is named at the end (exit 2).
+			var errs []error
+			for _, path := range paths {
 				c, err := a.generateOne(path, opts, output.value, write, diff, check, force, fix)
 				if err != nil {
-					return err
+					errs = append(errs, err)
+					continue
 				}
 				code = max(code, c)
 			}
 			a.code = code
-			return nil
+			return errors.Join(errs...)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&apiVersion, "api-version", "", "the status source's GROUP/VERSION")
-	f.StringVar(&kind, "kind", "", "the status source's kind")
-	f.StringVar(&name, "name", "", "the singleton's metadata.name")
-	f.StringVar(&namespace, "namespace", "", "its namespace (namespaced kinds; empty: the operator's namespace)")
-	f.StringSliceVar(&conditions, "conditions", nil, "condition types the gate reads (default Upgradeable)")
+	f.StringVar(&apiVersion, "api-version", "", "the status source's `GROUP/VERSION`")
+	f.StringVar(&kind, "kind", "", "the status source's `KIND`")
+	f.StringVar(&name, "name", "", "the singleton's `NAME` (metadata.name)")
+	f.StringVar(&namespace, "namespace", "", "its `NAMESPACE` (namespaced kinds; empty: the operator's namespace)")
+	f.StringSliceVar(&conditions, "conditions", nil, "condition `TYPES` the gate reads, comma-separated (default Upgradeable)")
 	f.Var(whenAbsent, "when-absent", "verdict while the CR does not exist: Allow or Block")
 	f.Var(handshake, "handshake", "lock flow: None, OperatorCondition or RequestAck")
-	f.StringVar(&specPath, "request-spec-path", "", "RequestAck: the spec field OLM writes its token to (.spec.FIELD); implies --handshake RequestAck")
-	f.StringVar(&annoKey, "request-annotation", "", "RequestAck: the annotation OLM writes its token to; implies --handshake RequestAck")
-	f.StringVar(&ackPath, "ack-status-path", "", "RequestAck: the status field the operator echoes the token in (.status.FIELD); implies --handshake RequestAck")
-	f.StringSliceVar(&crds, "crd", nil, "CRD files or directories to check against (repeatable)")
+	f.StringVar(&specPath, "request-spec-path", "", "RequestAck: the spec field OLM writes its token to (`PATH`: .spec.FIELD); implies --handshake RequestAck")
+	f.StringVar(&annoKey, "request-annotation", "", "RequestAck: the annotation `KEY` OLM writes its token to; implies --handshake RequestAck")
+	f.StringVar(&ackPath, "ack-status-path", "", "RequestAck: the status field the operator echoes the token in (`PATH`: .status.FIELD); implies --handshake RequestAck")
+	f.StringSliceVar(&crds, "crd", nil, "the CRD files or directories at `PATH` to check against (repeatable)")
 	f.BoolVarP(&write, "write", "w", false, "write the result to the file instead of stdout")
 	f.BoolVarP(&diff, "diff", "d", false, "print a unified diff instead of the file")
 	f.VarP(output, "output", "o", "yaml (the whole CSV) or patch (a JSON 6902 patch)")
 	f.BoolVar(&check, "check", false, "exit 1 when the file is not up to date (for pre-commit)")
 	f.BoolVar(&force, "force", false, "write even when validate finds errors in the value")
-	f.StringVar(&bridgeImage, "bridge", "", "also add the bridge: a sidecar running `statuscheck bridge` from IMAGE, its RBAC and its declaration (docs/bridge.md)")
-	f.StringVar(&bridgeDeployment, "bridge-deployment", "", "the install strategy's deployment the bridge joins (default: the only one)")
+	f.StringVar(&bridgeImage, "bridge", "", "also add the bridge: a sidecar running statuscheck bridge from the container `IMAGE`, its RBAC and its declaration (docs/bridge.md)")
+	f.StringVar(&bridgeDeployment, "bridge-deployment", "", "the install strategy's deployment `NAME` the bridge joins (default: the only one)")
 	f.BoolVar(&bridgeSecure, "bridge-metrics-secure", false, "the bridge serves its metrics on the pod's port \""+sidecar.PortMetrics+"\" over HTTPS, authenticated and authorized by the apiserver (it then needs create on tokenreviews and subjectaccessreviews), instead of on localhost")
 	return cmd
 }

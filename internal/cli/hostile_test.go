@@ -109,8 +109,10 @@ func (h *hostile) mkdir(t *testing.T, name string, files map[string][]byte) stri
 	return dir
 }
 
+// good reads a file of the protected bundle, which validates clean (the
+// good bundle carries the verdict's errors: nothing holds its upgrade).
 func good(t *testing.T, name string) []byte {
-	data, err := os.ReadFile(filepath.Join(repoRoot, "testdata/bundles/good", name))
+	data, err := os.ReadFile(filepath.Join(repoRoot, "testdata/bundles/protected", name))
 	require.NoError(t, err)
 	return data
 }

@@ -60,19 +60,26 @@ func runAsOperatorSDK(t *testing.T, bundleRoot string, env ...string) apierrors.
 }
 
 func TestOperatorSDKExternalValidator(t *testing.T) {
-	mr := runAsOperatorSDK(t, "testdata/bundles/good")
+	mr := runAsOperatorSDK(t, "testdata/bundles/protected")
 	assert.Equal(t, "cool-operator.v0.2.0", mr.Name)
 	assert.Empty(t, mr.Errors)
 	assert.Empty(t, mr.Warnings)
 
 	mr = runAsOperatorSDK(t, "testdata/bundles/rules/status-rbac-missing/fail")
-	require.Len(t, mr.Errors, 1)
-	assert.Equal(t, apierrors.ErrorType("statuscheck/status-rbac-missing"), mr.Errors[0].Type)
-	assert.Equal(t, apierrors.Level(apierrors.LevelError), mr.Errors[0].Level)
-	assert.Contains(t, mr.Errors[0].Error(), "cooloperators/status")
-	assert.Contains(t, mr.Errors[0].BadValue, "cool-operator.clusterserviceversion.yaml:39:7")
+	var rbac []apierrors.Error
+	for _, e := range mr.Errors {
+		if e.Type == "statuscheck/status-rbac-missing" {
+			rbac = append(rbac, e)
+		} else {
+			assert.True(t, validate.VerdictRule(strings.TrimPrefix(string(e.Type), "statuscheck/")), "only the verdict's errors besides: %s", e.Type)
+		}
+	}
+	require.Len(t, rbac, 1)
+	assert.Equal(t, apierrors.Level(apierrors.LevelError), rbac[0].Level)
+	assert.Contains(t, rbac[0].Error(), "cooloperators/status")
+	assert.Contains(t, rbac[0].BadValue, "cool-operator.clusterserviceversion.yaml:39:7")
 
-	mr = runAsOperatorSDK(t, "testdata/bundles/rules/conditions-list-type/fail")
+	mr = runAsOperatorSDK(t, protectedWithWarning(t))
 	assert.Empty(t, mr.Errors)
 	require.Len(t, mr.Warnings, 1)
 	assert.Equal(t, apierrors.Level(apierrors.LevelWarn), mr.Warnings[0].Level)
@@ -93,9 +100,10 @@ func TestScorecardOutput(t *testing.T) {
 		bundle string
 		state  scorecard.State
 	}{
-		{"testdata/bundles/good", scorecard.PassState},
+		{"testdata/bundles/protected", scorecard.PassState},
+		{"testdata/bundles/good", scorecard.FailState},
 		{"testdata/bundles/rules/status-subresource-disabled/fail", scorecard.FailState},
-		{"testdata/bundles/rules/conditions-list-type/fail", scorecard.PassState},
+		{protectedWithWarning(t), scorecard.PassState},
 	} {
 		code, stdout, _ := run(t, "validate", "-o", "scorecard", tt.bundle)
 		assert.Equal(t, 0, code, "a scorecard test reports through its output")
@@ -113,7 +121,7 @@ func TestScorecardOutput(t *testing.T) {
 			assert.NotEmpty(t, r.Suggestions)
 		}
 	}
-	code, stdout, _ := run(t, "validate", "-o", "scorecard", "--fail-on", "warning", "testdata/bundles/rules/conditions-list-type/fail")
+	code, stdout, _ := run(t, "validate", "-o", "scorecard", "--fail-on", "warning", protectedWithWarning(t))
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, `"state": "fail"`)
 }
@@ -182,7 +190,7 @@ func TestSARIF(t *testing.T) {
 }
 
 func TestJUnit(t *testing.T) {
-	bundles := []string{"testdata/bundles/good", "testdata/bundles/rules/status-rbac-missing/fail", "testdata/bundles/rules/conditions-list-type/fail"}
+	bundles := []string{"testdata/bundles/protected", "testdata/bundles/rules/status-rbac-missing/fail", protectedWithWarning(t)}
 	code, stdout, _ := run(t, append([]string{"validate", "-o", "junit"}, bundles...)...)
 	assert.Equal(t, 1, code)
 	var suites struct {
@@ -205,7 +213,7 @@ func TestJUnit(t *testing.T) {
 	require.NoError(t, xml.Unmarshal([]byte(stdout), &suites))
 	n := len(validate.Rules())
 	assert.Equal(t, 3*n, suites.Tests, "one testcase per rule per bundle")
-	assert.Equal(t, 1, suites.Failures, "only the error fails at --fail-on error")
+	assert.Equal(t, 3, suites.Failures, "only the errors fail at --fail-on error: status-rbac-missing, and the verdict's upgrade-not-held-olm-v0 and upgrade-while-blocked on the same bundle")
 	require.Len(t, suites.Suites, 3)
 	for _, s := range suites.Suites {
 		assert.Len(t, s.Cases, n)
@@ -215,7 +223,7 @@ func TestJUnit(t *testing.T) {
 		if c.Name == "status-rbac-missing" {
 			require.NotNil(t, c.Failure)
 			assert.Contains(t, c.Failure.Text, "cooloperators/status")
-		} else {
+		} else if !validate.VerdictRule(c.Name) {
 			assert.Nil(t, c.Failure)
 		}
 	}
@@ -244,7 +252,12 @@ func TestCatalog(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
 	require.Len(t, rep.Bundles, 2, "other.v1 carries no manifests")
 	assert.Equal(t, "cool-operator.v0.2.0", rep.Bundles[0].Name)
-	assert.Empty(t, rep.Bundles[0].Findings)
+	// The good bundle's CSV: only the verdict's findings (nothing holds
+	// its upgrade on OLM v0), each in the embedded CSV.
+	for _, f := range rep.Bundles[0].Findings {
+		assert.True(t, validate.VerdictRule(f.Rule), f.Rule)
+		assert.Equal(t, "testdata/catalog/cool-operator/catalog.json[cool-operator.v0.2.0].olm.bundle.object[1]", f.File)
+	}
 	assert.Equal(t, "cool-operator.v0.3.0", rep.Bundles[1].Name)
 	require.Len(t, rep.Bundles[1].Findings, 1)
 	f := rep.Bundles[1].Findings[0]
@@ -254,7 +267,8 @@ func TestCatalog(t *testing.T) {
 
 	code, stdout, _ = run(t, "validate", "testdata/catalog/cool-operator/catalog.json")
 	assert.Equal(t, 1, code, "a catalog file works too")
-	assert.Contains(t, stdout, "2 bundles checked: 1 error")
+	assert.Contains(t, stdout, "2 bundles checked: ")
+	assert.Contains(t, stdout, "error status-source-invalid:")
 }
 
 func TestPreCommitHooks(t *testing.T) {
@@ -285,7 +299,7 @@ func TestPreCommitHooks(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, missingCSV+": the status-source annotation is not up to date")
 	assert.NotContains(t, stdout, "good/manifests")
-	args = append(strings.Fields(ids["statuscheck-validate"])[1:], "testdata/bundles/good")
+	args = append(strings.Fields(ids["statuscheck-validate"])[1:], "testdata/bundles/protected")
 	code, _, _ = run(t, args...)
 	assert.Equal(t, 0, code)
 }

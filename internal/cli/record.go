@@ -2,6 +2,7 @@ package cli
 
 import (
 	gocontext "context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,10 +66,10 @@ its last whole step.`,
 	}
 	fl := cmd.Flags()
 	f.clusterFlags.register(fl)
-	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's namespace: its CSVs, OperatorCondition and (for a namespaced kind) the CR (default: the source's, else the context's)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's `NAMESPACE`: its CSVs, OperatorCondition and (for a namespaced kind) the CR (default: the source's, else the context's)")
 	f.sourceFlags.register(cmd)
-	fl.StringVarP(&f.out, "output", "o", "", "write the trace to this file (default: stdout)")
-	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT or SIGTERM)")
+	fl.StringVarP(&f.out, "output", "o", "", "write the trace to `FILE` (default: stdout)")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this `DURATION` (0: until SIGINT or SIGTERM)")
 	cmd.MarkFlagsRequiredTogether("crd", "source")
 	return cmd
 }
@@ -221,6 +222,13 @@ func (a *app) runRecord(f recordFlags) error {
 	err = record.Run(ctx, cfg, tg, rec, func(format string, args ...interface{}) {
 		fmt.Fprintf(a.stderr, "statuscheck: note: "+format+"\n", args...)
 	})
+	var notServed *record.NotServedError
+	if errors.As(err, &notServed) {
+		// A 404: the CRD not installed, or no apiserver at all.
+		if p := notAnAPIServer(gocontext.Background(), cfg); p != nil {
+			err = p
+		}
+	}
 	if err != nil {
 		if rec.Steps > 0 {
 			return fmt.Errorf("%w (the trace in %s holds the %s recorded before)", err, where, report.Plural(rec.Steps, "step", "steps"))

@@ -147,9 +147,8 @@ func TestRecordKubeconfigProblemsNameTheFile(t *testing.T) {
 
 func TestValidateAFolderOfBundles(t *testing.T) {
 	parent := t.TempDir()
-	for name, src := range map[string]string{"a": "testdata/bundles/good", "b": "testdata/bundles/handshake/none"} {
-		require.NoError(t, os.Rename(copyTree(t, src), filepath.Join(parent, name)))
-	}
+	require.NoError(t, os.Rename(copyTree(t, "testdata/bundles/protected"), filepath.Join(parent, "a")))
+	require.NoError(t, os.Rename(protectedWithWarning(t), filepath.Join(parent, "b")))
 	t.Run("each bundle in it", func(t *testing.T) {
 		code, stdout, stderr := run(t, "validate", parent)
 		assert.Equal(t, 0, code, "%s%s", stdout, stderr)
@@ -296,14 +295,14 @@ func TestTimelineColumnsFitAndShowWhatTheGateReads(t *testing.T) {
 			break
 		}
 		rows++
-		for _, c := range starts[:len(starts)-1] { // VIOLATIONS may be empty
+		for _, c := range starts[:len(starts)-2] { // VIOLATIONS and WHY may be empty
 			require.Greater(t, len(row), c, "row %q ends before column %d", row, c)
 			assert.True(t, c == 0 || (row[c] != ' ' && row[c-1] == ' '), "row %q: no cell starts at column %d of %q", row, c, header)
 		}
 	}
 	assert.Equal(t, 12, rows)
 	assert.Contains(t, stdout, "olm      updateStatus OperatorCondition 9223372036854775001 OC gen=2 False og=2 -\n")
-	assert.Contains(t, stdout, "olm      check (expect Allow)           9223372036854775001 OC gen=3 True og=3  Allow\n")
+	assert.Contains(t, stdout, "olm      check (expect Allow)           9223372036854775001 OC gen=3 True og=3  Allow             OperatorCondition: Upgradeable=True (observedGeneration 3, generation 3)\n")
 
 	// Violations by step, the end of the run last.
 	code, stdout, _ = run(t, "simulate", "--policy", "all", "testdata/traces/future-observed-generation.yaml")
@@ -377,7 +376,8 @@ func TestCRDStorageVersionsAreOneFinding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := editBundle(t, goodCRDFile, tt.edits...)
+			// The protected bundle: its CRD's error is the one finding.
+			dir := editedCopy(t, "testdata/bundles/protected", goodCRDFile, tt.edits...)
 			code, stdout, _ := run(t, "validate", dir)
 			assert.Equal(t, 1, code, stdout)
 			crdFile := filepath.Join(dir, "manifests", goodCRDFile)
@@ -411,7 +411,7 @@ func TestAnnotationDecodeErrorsAtTheAnnotation(t *testing.T) {
 func TestJUnitSuitesByPathAndSARIFFileLocations(t *testing.T) {
 	// Two paths holding the same CSV: two suites, named by path, with
 	// the file they are about.
-	a, b := copyTree(t, "testdata/bundles/good"), copyTree(t, "testdata/bundles/good")
+	a, b := copyTree(t, "testdata/bundles/protected"), copyTree(t, "testdata/bundles/protected")
 	code, stdout, _ := run(t, "validate", "-o", "junit", a, b)
 	assert.Equal(t, 0, code)
 	var doc struct {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	gocontext "context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/explore"
 	"github.com/statuscheck/statuscheck/pkg/report"
@@ -59,8 +61,15 @@ The status source and the CRD's generation rules come from --bundle, or from
 
 Policies (docs/contract.md section 5): olm is OLM's isOperatorUpgradeable applied to
 the CR; strict allows only a fresh True; naive ignores observedGeneration,
-as OLM did before operator-lifecycle-manager PR 2160. --policy all shows
-them side by side.
+as OLM did before operator-lifecycle-manager PR 2160. A replay with
+--policy all shows them side by side, and its exit code comes from the
+gates that ship, olm and strict (the contract's own): naive is the
+historical gate, its violations are shown, marked so, and do not set the
+exit code. --policy naive alone exits 1 on its violations.
+
+Every verdict in the timeline says why (text: the WHY column; html: under
+the verdict; json: "timeline", each step's verdicts with policy and
+reason), and each violation comes with its rule's remediation.
 
 With --explore there is no TRACE: simulate builds a model of three actors
 from the status source and its handshake (a user changing the spec, an
@@ -69,8 +78,9 @@ request, OLM requesting, checking and replacing in separate steps) and
 searches every interleaving breadth-first up to --depth, reporting each
 violation once with its shortest trace. --write-counterexamples writes
 those as StatusTraces that simulate replays to the same violation. With
---bridge, statuscheck bridge writes the OperatorCondition and OLM reads
-it; --faults adds the actors that broke the bridge (unknown, replica,
+--bridge, or a --bundle whose CSV declares the bridge (annotation
+statuscheck.operatorframework.io/bridge), statuscheck bridge writes the
+OperatorCondition and OLM reads it; --faults adds the actors that broke the bridge (unknown, replica,
 restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 		Example: `  statuscheck simulate testdata/traces/seed.yaml --policy all
   statuscheck simulate --bundle bundle/ recorded.json
@@ -100,7 +110,7 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 				if err != nil {
 					return usagef("--faults: %v", err)
 				}
-				if faults != 0 && !f.bridge {
+				if faults != 0 && !f.bridge && f.bundleDir == "" {
 					return usagef("--faults are the bridge's: they go with --bridge")
 				}
 				code, err := a.runExplore(f, faults)
@@ -129,16 +139,16 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 	}
 	fl := cmd.Flags()
 	f.sourceFlags.register(cmd)
-	fl.Var(f.policy, "policy", "gate policy: olm, strict, naive or all")
+	fl.Var(f.policy, "policy", "gate policy: olm, strict, naive (the historical gate) or all (side by side; the exit code from olm and strict)")
 	fl.Var(f.format, "format", "trace format: auto, trace, snapshots or audit")
 	fl.VarP(f.output, "output", "o", "output: text (a timeline), json or html (html for a replay; --explore writes text or json)")
 	fl.Var(f.failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
 	fl.BoolVar(&f.explore, "explore", false, "search every interleaving of the lock protocol instead of replaying a trace")
 	fl.BoolVar(&f.bridge, "bridge", false, "statuscheck bridge writes the OperatorCondition and OLM reads it (today's OLM; a trace can say so itself with bridge: true)")
-	fl.StringVar(&f.faults, "faults", "", "--explore --bridge: the actors that broke the bridge, comma-separated: "+strings.Join(explore.FaultNames(), ", ")+", or all")
-	fl.IntVar(&f.depth, "depth", explore.DefaultDepth, "--explore: the most steps a trace may take")
-	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this long (0: no limit), reporting what was found")
-	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into this directory")
+	fl.StringVar(&f.faults, "faults", "", "--explore --bridge: `FAULTS`, the actors that broke the bridge, comma-separated: "+strings.Join(explore.FaultNames(), ", ")+", or all")
+	fl.IntVar(&f.depth, "depth", explore.DefaultDepth, "--explore: `N`, the most steps a trace may take")
+	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this `DURATION` (0: no limit), reporting what was found")
+	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into the directory `DIR`")
 	return cmd
 }
 
@@ -194,10 +204,22 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 	var sum *simulate.Summary
 	switch f.output.value {
 	case "json":
-		sum, err = simulate.Replay(t, cfg, nil)
+		// The per-step verdicts are spooled to a temporary file and
+		// written into the document once the replay is whole.
+		spool, err := os.CreateTemp("", "statuscheck-verdicts-*")
+		if err != nil {
+			return 0, fmt.Errorf("spooling the verdicts: %w", err)
+		}
+		defer os.Remove(spool.Name())
+		defer spool.Close()
+		steps := report.NewJSONSteps(spool, cfg.Policies)
+		sum, err = simulate.Replay(t, cfg, steps.Row)
 		if err == nil {
 			sum.Notes = notes
-			err = report.SimulationJSON(a.stdout, sum)
+			err = report.SimulationJSON(a.stdout, sum, steps)
+		}
+		if err != nil {
+			return 0, err
 		}
 	case "html":
 		rows := &report.HTMLRows{}
@@ -263,11 +285,14 @@ func declaredContext(path string, f simulateFlags) (*source.Context, error) {
 }
 
 type exploreJSON struct {
-	Source            string              `json:"source"`
-	StatusSubresource bool                `json:"statusSubresource"`
-	Bridge            bool                `json:"bridge,omitempty"`
-	Faults            []string            `json:"faults,omitempty"`
-	Results           []exploreResultJSON `json:"results"`
+	Source            string `json:"source"`
+	StatusSubresource bool   `json:"statusSubresource"`
+	Bridge            bool   `json:"bridge,omitempty"`
+	// BridgeFrom says who put the bridge in the model: "bundle" (the
+	// CSV declares it, sidecar.AnnotationKey) or "--bridge".
+	BridgeFrom string              `json:"bridgeFrom,omitempty"`
+	Faults     []string            `json:"faults,omitempty"`
+	Results    []exploreResultJSON `json:"results"`
 }
 
 type exploreResultJSON struct {
@@ -281,28 +306,55 @@ type exploreResultJSON struct {
 	Counterexamples []explore.CounterexampleJSON `json:"counterexamples"`
 }
 
+// The bridge's origins in --explore's output (exploreJSON.BridgeFrom).
+const (
+	bridgeFromBundle = "bundle"
+	bridgeFromFlag   = "--bridge"
+)
+
+// runExplore runs the search under each policy and prints the whole
+// output once every search has succeeded: a run that ends in an error
+// (exit 2) leaves stdout empty, never half a result (issue 27, item 7).
 func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
 	sctx, err := f.resolve()
 	if err != nil {
 		return 0, err
 	}
 	failOn, _ := result.ParseSeverity(f.failOn.value)
-	pols, _ := policies(f.policy.value)
-	out := exploreJSON{Source: sctx.Source.Marshal(), StatusSubresource: *sctx.StatusSubresource, Bridge: f.bridge}
+	pols, primary := policies(f.policy.value)
+	out := exploreJSON{Source: sctx.Source.Marshal(), StatusSubresource: *sctx.StatusSubresource}
+	// The bridge the bundle declares is modelled without the flag
+	// (simulate.ContextConfig); --bridge adds it where the bundle has none.
+	switch {
+	case sctx.Bridge != nil:
+		out.Bridge, out.BridgeFrom = true, bridgeFromBundle
+	case f.bridge:
+		out.Bridge, out.BridgeFrom = true, bridgeFromFlag
+	}
+	if faults != 0 && !out.Bridge {
+		return 0, usagef("--faults are the bridge's: they go with --bridge (%s declares none)", sctx.From)
+	}
 	if faults != 0 {
 		out.Faults = faults.List()
 	}
+	var text bytes.Buffer
 	if f.output.value == "text" {
-		fmt.Fprintf(a.stdout, "explore: %s\nstatus subresource: %s; depth limit %d\n", out.Source,
+		fmt.Fprintf(&text, "explore: %s\nstatus subresource: %s; depth limit %d\n", out.Source,
 			map[bool]string{true: "on", false: "off"}[out.StatusSubresource], f.depth)
+		switch out.BridgeFrom {
+		case bridgeFromBundle:
+			fmt.Fprintf(&text, "bridge: declared by the bundle (%s: %s); statuscheck bridge writes the OperatorCondition and OLM reads it\n", sidecar.AnnotationKey, sctx.Bridge)
+		case bridgeFromFlag:
+			fmt.Fprintf(&text, "bridge: --bridge; statuscheck bridge writes the OperatorCondition and OLM reads it\n")
+		}
 		if faults != 0 {
-			fmt.Fprintf(a.stdout, "bridge faults: %s\n", strings.ReplaceAll(faults.String(), ",", ", "))
+			fmt.Fprintf(&text, "bridge faults: %s\n", strings.ReplaceAll(faults.String(), ",", ", "))
 		}
 	}
 	code := result.ExitOK
 	for _, p := range pols {
 		cfg := simulate.ContextConfig(sctx, []contract.Policy{p}, p)
-		cfg.Bridge = f.bridge
+		cfg.Bridge = out.Bridge
 		ctx := gocontext.Background()
 		if f.timeout > 0 {
 			var cancel gocontext.CancelFunc
@@ -312,7 +364,13 @@ func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
 		res, err := explore.Run(ctx, cfg, explore.Options{Depth: f.depth, Progress: a.progress(string(p)), Example: sctx.Example, Faults: faults})
 		a.clearProgress()
 		if err != nil {
-			return 0, err
+			switch out.BridgeFrom {
+			case bridgeFromBundle:
+				return 0, fmt.Errorf("%s, whose CSV declares the bridge (%s: %s): %w", sctx.From, sidecar.AnnotationKey, sctx.Bridge, err)
+			case bridgeFromFlag:
+				return 0, fmt.Errorf("%s with --bridge: %w", sctx.From, err)
+			}
+			return 0, fmt.Errorf("%s: %w", sctx.From, err)
 		}
 		var files []string
 		if f.counterexamples != "" {
@@ -330,28 +388,37 @@ func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
 			if i < len(files) {
 				cj.File = files[i]
 			}
+			// As in a replay (issue 27, item 6): under --policy all the
+			// historical gate's violations are shown, not in the exit code.
+			if simulate.Historical(p, primary) {
+				cj.Violation.Historical = true
+			}
 			rj.Counterexamples = append(rj.Counterexamples, cj)
-			if c.Violation.Severity >= failOn {
+			if c.Violation.Severity >= failOn && !cj.Violation.Historical {
 				code = result.ExitFindings
 			}
 		}
 		out.Results = append(out.Results, rj)
 		if f.output.value == "text" {
-			a.exploreText(res, files)
+			exploreText(&text, res, files, simulate.Historical(p, primary))
 		}
 	}
 	if f.output.value == "json" {
-		enc := json.NewEncoder(a.stdout)
+		enc := json.NewEncoder(&text)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
 			return 0, err
 		}
 	}
+	if _, err := a.stdout.Write(text.Bytes()); err != nil {
+		return 0, err
+	}
 	return code, nil
 }
 
-func (a *app) exploreText(res *explore.Result, files []string) {
+// exploreText writes one policy's result as text.
+func exploreText(w io.Writer, res *explore.Result, files []string, historical bool) {
 	how := "depth limit reached"
 	switch {
 	case res.Exhausted:
@@ -359,10 +426,14 @@ func (a *app) exploreText(res *explore.Result, files []string) {
 	case res.Stopped:
 		how = "stopped early"
 	}
-	fmt.Fprintf(a.stdout, "\npolicy %s: %d states, depth %d (%s), %s\n", res.Policy, res.States, res.Depth, how, res.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(a.stdout, "  the user changes %s\n", res.Change)
+	name := string(res.Policy)
+	if historical {
+		name += " (the historical gate: shown, not in the exit code)"
+	}
+	fmt.Fprintf(w, "\npolicy %s: %d states, depth %d (%s), %s\n", name, res.States, res.Depth, how, res.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  the user changes %s\n", res.Change)
 	if len(res.Counterexamples) == 0 {
-		fmt.Fprintf(a.stdout, "  no violation\n")
+		fmt.Fprintf(w, "  no violation\n")
 	}
 	for i, c := range res.Counterexamples {
 		v := c.Violation
@@ -370,12 +441,12 @@ func (a *app) exploreText(res *explore.Result, files []string) {
 		if v.Policy != "" {
 			tag = " [" + string(v.Policy) + "]"
 		}
-		fmt.Fprintf(a.stdout, "  %s %s%s in %s: %s\n", v.Severity, v.Rule, tag, report.Plural(len(c.Steps), "step", "steps"), v.Message)
+		fmt.Fprintf(w, "  %s %s%s in %s: %s\n", v.Severity, v.Rule, tag, report.Plural(len(c.Steps), "step", "steps"), v.Message)
 		for j, st := range c.Steps {
-			fmt.Fprintf(a.stdout, "    %2d. %s\n", j+1, describeStep(st))
+			fmt.Fprintf(w, "    %2d. %s\n", j+1, describeStep(st))
 		}
 		if i < len(files) {
-			fmt.Fprintf(a.stdout, "    written to %s\n", files[i])
+			fmt.Fprintf(w, "    written to %s\n", files[i])
 		}
 	}
 }

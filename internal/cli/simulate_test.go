@@ -32,10 +32,10 @@ var simulateCases = []struct {
 	{"seed", []string{"testdata/traces/seed.yaml", "--policy", "all"}, 1},
 	{"seed-olm", []string{"testdata/traces/seed.yaml"}, 1},
 	{"seed-bundle", []string{"--bundle", "testdata/bundles/handshake/none", "testdata/traces/seed.yaml", "--policy", "all"}, 1},
-	{"snapshots-yaml", []string{"testdata/traces/snapshots.yaml", "--policy", "all"}, 1},
+	{"snapshots-yaml", []string{"testdata/traces/snapshots.yaml", "--policy", "all"}, 0},
 	{"snapshots-subresource-off", []string{"--crd", noSubCRD, "--source", coolRef, "testdata/traces/snapshots-subresource-off.json", "--policy", "all"}, 1},
 	{"snapshots-subresource-off-assumed-on", []string{"testdata/traces/snapshots-subresource-off.json"}, 1},
-	{"watch-events", []string{"--crd", goodCRD, "--source", coolRef, "testdata/traces/watch-events.json", "--policy", "all"}, 1},
+	{"watch-events", []string{"--crd", goodCRD, "--source", coolRef, "testdata/traces/watch-events.json", "--policy", "all"}, 0},
 	{"audit", []string{"--crd", goodCRD, "--source", coolNSRef, "testdata/traces/audit.jsonl", "--policy", "all"}, 1},
 	{"duplicate-conditions", []string{"testdata/traces/duplicate-conditions.yaml", "--policy", "all"}, 0},
 	{"duplicate-conditions-fail-on-warning", []string{"testdata/traces/duplicate-conditions.yaml", "--fail-on", "warning"}, 1},
@@ -46,7 +46,8 @@ var simulateCases = []struct {
 	{"handshake-annotation-no-ack", []string{"--bundle", "testdata/bundles/handshake/request-annotation", "testdata/traces/handshake-annotation-no-ack.yaml", "--policy", "all"}, 1},
 	{"handshake-annotation-ack", []string{"--bundle", "testdata/bundles/handshake/request-annotation-ack", "testdata/traces/handshake-annotation-ack.yaml"}, 0},
 	{"handshake-lock-broken", []string{"--bundle", "testdata/bundles/handshake/request-spec", "testdata/traces/handshake-lock-broken.yaml"}, 1},
-	{"handshake-operatorcondition", []string{"--bundle", "testdata/bundles/handshake/operatorcondition", "testdata/traces/handshake-operatorcondition.yaml", "--policy", "all"}, 1},
+	{"handshake-operatorcondition", []string{"--bundle", "testdata/bundles/handshake/operatorcondition", "testdata/traces/handshake-operatorcondition.yaml", "--policy", "all"}, 0},
+	{"recorded-empty-operatorcondition", []string{"testdata/traces/recorded-empty-operatorcondition.yaml", "--policy", "all"}, 1},
 }
 
 // TestSimulateGolden pins every trace in every output format.

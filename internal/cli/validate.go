@@ -22,7 +22,9 @@ func (a *app) validateCommand() *cobra.Command {
 		Use:   "validate PATH...",
 		Short: "Check that bundles declare a status source that can work",
 		Long: `Validate checks each bundle (a bundle root with manifests/ and metadata/,
-or a manifests directory) against the rules of the status-source contract:
+a manifests directory, a directory of bundles, or a CSV file: that CSV
+with the manifests beside it, as generate reads it) against the rules of
+the status-source contract:
 the annotation parses, its CRD is in the bundle and owned, the version is
 served, the status subresource is on, conditions carry observedGeneration,
 RBAC allows /status writes and the handshake is consistent. Bundle-format
@@ -31,11 +33,15 @@ problems operator-registry would reject are reported too.
 Run 'statuscheck rules' for the list of rules.
 
 Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2
-statuscheck could not validate. Two formats differ on purpose: -o
-manifest-result and scorecard exit 0 with findings, because operator-sdk
-(an external validator) and scorecard (a custom test) read the verdict
-from the output and take a non-zero exit for a crash; they exit 2 with no
-output when a bundle could not be read.`,
+statuscheck could not validate. A path that cannot be read does not hide
+the others: every bundle that could be checked is reported, then each
+path or file that could not be read is named on stderr (and in the json,
+sarif, junit and scorecard documents), and the exit code is 2. Two
+formats differ on purpose: -o manifest-result and scorecard exit 0 with
+findings, because operator-sdk (an external validator) and scorecard (a
+custom test) read the verdict from the output and take a non-zero exit
+for a crash; manifest-result, one bundle's verdict, prints nothing when
+that bundle could not be read.`,
 		Example: `  statuscheck validate bundle/
   statuscheck validate -o json --fail-on warning bundle-a/ bundle-b/`,
 		Args: cobra.MinimumNArgs(1),
@@ -60,19 +66,24 @@ output when a bundle could not be read.`,
 			}
 			rep := validate.Paths(args, opts, bundle.Options{}, progress)
 			a.clearProgress()
-			if rep.Failed() && output.value != "json" && output.value != "sarif" && output.value != "junit" {
-				// Exit 2 prints no half result: what could not be read goes
-				// to stderr, and stdout stays empty (operator-sdk and
-				// scorecard take any JSON there for a verdict). JSON, SARIF
-				// and JUnit are whole documents that record the failed run
-				// as such (errors, executionSuccessful false, an error case).
-				var errs []error
-				for _, b := range rep.Bundles {
-					for _, e := range b.Errors {
-						errs = append(errs, errors.New(e))
-					}
+			// What could not be read: every bundle that could be checked is
+			// reported first, in every format (JSON, SARIF, JUnit and
+			// scorecard record the failure in the document too), then each
+			// failure goes to stderr and the exit code is 2: the run as a
+			// whole could not do its job.
+			var failures []error
+			for _, b := range rep.Bundles {
+				for _, e := range b.Errors {
+					failures = append(failures, errors.New(e))
 				}
-				return errors.Join(errs...)
+			}
+			for _, e := range rep.Errors {
+				failures = append(failures, errors.New(e.Error))
+			}
+			if output.value == "manifest-result" && len(failures) > 0 {
+				// One ManifestResult is about one bundle, and operator-sdk
+				// takes any ManifestResult for a verdict: nothing on stdout.
+				return errors.Join(failures...)
 			}
 			var err error
 			switch output.value {
@@ -90,17 +101,15 @@ output when a bundle could not be read.`,
 			case "scorecard":
 				err = report.Scorecard(a.stdout, rep, fail)
 			default:
-				err = report.Text(a.stdout, rep)
-			}
-			// What could not be read goes to stderr in every format (the
-			// JSON report carries it too), so a CI log always shows it.
-			for _, b := range rep.Bundles {
-				for _, e := range b.Errors {
-					fmt.Fprintf(a.stderr, "statuscheck: %s\n", e)
+				if len(rep.Bundles) > 0 {
+					err = report.Text(a.stdout, rep)
 				}
 			}
 			if err != nil {
 				return fmt.Errorf("writing the report: %w", err)
+			}
+			if len(failures) > 0 {
+				return errors.Join(failures...)
 			}
 			a.code = rep.ExitCode(fail)
 			if (output.value == "manifest-result" || output.value == "scorecard") && a.code == result.ExitFindings {

@@ -43,6 +43,7 @@ var traceCRDs = map[string]string{
 	"handshake-operatorcondition.yaml":                   goodCRD,
 	"handshake-request-spec.yaml":                        goodCRD,
 	"race-check-then-upgrade.yaml":                       goodCRD,
+	"recorded-empty-operatorcondition.yaml":              goodCRD,
 	"seed.yaml":                                          goodCRD,
 	"fidelity/1-future-observed-generation-blocks.yaml":  goodCRD,
 	"fidelity/2-operatorcondition-sync-keeps-types.yaml": goodCRD,

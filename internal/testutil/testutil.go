@@ -63,16 +63,17 @@ func CorpusBundles(tb testing.TB) []string {
 }
 
 // WriteCatalog writes a file-based catalog of n bundles into dir, each
-// carrying the good bundle's CSV and CRD as olm.bundle.object properties,
+// carrying the protected bundle's CSV and CRD (clean: its upgrade is held)
+// as olm.bundle.object properties,
 // ten bundles to a package.
 func WriteCatalog(tb testing.TB, dir string, n int) {
 	tb.Helper()
 	root := RepoRoot()
-	csv, err := os.ReadFile(filepath.Join(root, "testdata/bundles/good/manifests/cool-operator.clusterserviceversion.yaml"))
+	csv, err := os.ReadFile(filepath.Join(root, "testdata/bundles/protected/manifests/cool-operator.clusterserviceversion.yaml"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	crd, err := os.ReadFile(filepath.Join(root, "testdata/bundles/good/manifests/cool.operators.corp_cooloperators.yaml"))
+	crd, err := os.ReadFile(filepath.Join(root, "testdata/bundles/protected/manifests/cool.operators.corp_cooloperators.yaml"))
 	if err != nil {
 		tb.Fatal(err)
 	}

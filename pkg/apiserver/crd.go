@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	apiextinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -16,12 +17,14 @@ import (
 )
 
 // scheme knows apiextensions.k8s.io in all its versions, with defaulting
-// and conversion, as the apiserver's codec does.
-var scheme = func() *runtime.Scheme {
+// and conversion, as the apiserver's codec does. It is built on first use:
+// a process that validates no CRD (validate of bundles without a status
+// source, --help, bridge) never builds it.
+var scheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	apiextinstall.Install(s)
 	return s
-}()
+})
 
 // CRDRefusal is the apiserver's refusal of a CustomResourceDefinition.
 type CRDRefusal = Refusal
@@ -46,16 +49,17 @@ type CRDRefusal = Refusal
 // through what an old CRD already had), not as a create, which v1 rules
 // would refuse for preserveUnknownFields alone.
 func ValidateCRD(crd runtime.Object) (*CRDRefusal, error) {
+	s := scheme()
 	in := crd.DeepCopyObject()
-	scheme.Default(in)
+	s.Default(in)
 	internal := &apiextinternal.CustomResourceDefinition{}
-	if err := scheme.Convert(in, internal, nil); err != nil {
+	if err := s.Convert(in, internal, nil); err != nil {
 		return nil, fmt.Errorf("converting the CustomResourceDefinition to the apiserver's internal version: %w", err)
 	}
 	internal.UID = types.UID("statuscheck-" + internal.Name)
 	internal.CreationTimestamp = metav1.NewTime(time.Unix(0, 0))
 	ctx := genericapirequest.WithNamespace(genericapirequest.NewContext(), metav1.NamespaceNone)
-	strategy := customresourcedefinition.NewStrategy(scheme)
+	strategy := customresourcedefinition.NewStrategy(s)
 	if crd.GetObjectKind().GroupVersionKind().Version == "v1beta1" || isV1beta1(crd) {
 		old := internal.DeepCopy()
 		strategy.PrepareForCreate(ctx, old) // as it was stored when created

@@ -184,17 +184,21 @@ func (o Options) limits() manifest.Limits {
 	return *o.Limits
 }
 
-// Load reads the bundle at path: a bundle root (manifests/ and metadata/)
-// or a manifests directory. It fails only when path cannot be read as a
-// directory; everything else is a Problem or an Error on the Bundle.
+// Load reads the bundle at path: a bundle root (manifests/ and metadata/),
+// a manifests directory, or a CSV file (LoadCSVFile: the CSV with the
+// manifests beside it). It fails only when path cannot be read as one of
+// these; everything else is a Problem or an Error on the Bundle.
 func Load(path string, opts Options) (*Bundle, error) {
 	fsys := opts.fs()
 	st, err := fsys.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading bundle %s: %w", path, unwrapPathError(err))
 	}
+	if st.Mode().IsRegular() {
+		return loadCSVFile(path, opts)
+	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("loading bundle %s: not a directory (want a bundle root with manifests/ and metadata/, or a manifests directory)", path)
+		return nil, fmt.Errorf("loading bundle %s: not a directory or a file (want a bundle root with manifests/ and metadata/, a manifests directory or a CSV file)", path)
 	}
 	if entries, err := fsys.ReadDir(path); err == nil && len(entries) == 0 {
 		return nil, fmt.Errorf("loading bundle %s: an empty directory (want a bundle root with manifests/ and metadata/, or a manifests directory)", path)
@@ -215,6 +219,19 @@ func Load(path string, opts Options) (*Bundle, error) {
 			b.Root = parent
 			metadataDir = filepath.Join(parent, "metadata")
 		}
+	} else if mst, err := fsys.Stat(filepath.Join(path, "metadata")); err == nil && mst.IsDir() && !holdsManifests(fsys, path) {
+		// A bundle root with metadata/ and nothing to read beside it: its
+		// manifests/ is what is missing, not a CSV among files it has.
+		b.ManifestsDir = filepath.Join(path, "manifests")
+		rootReal, err := fsys.EvalSymlinks(b.Root)
+		if err != nil {
+			return nil, fmt.Errorf("loading bundle %s: %w", path, unwrapPathError(err))
+		}
+		b.loadMetadata(fsys, filepath.Join(path, "metadata"), rootReal, opts.limits())
+		b.Problems = append(b.Problems, Problem{Code: CodeCSVMissing, Pos: manifest.Position{File: path},
+			Message: fmt.Sprintf("the bundle root %s has metadata/ but no manifests/ directory: %s does not exist, so there is no ClusterServiceVersion to check (a bundle keeps its CSV and CRDs in manifests/, as metadata/annotations.yaml says)", path, b.ManifestsDir)})
+		b.checkMetadata()
+		return b, nil
 	}
 	rootReal, err := fsys.EvalSymlinks(b.Root)
 	if err != nil {
@@ -258,6 +275,83 @@ func Roots(path string, opts Options) []string {
 		return []string{path}
 	}
 	return subs
+}
+
+// holdsManifests: a directory with a manifest file of its own.
+func holdsManifests(fsys FS, dir string) bool {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !e.IsDir() && isManifestName(e.Name()) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadCSVFile loads a CSV file as validate and generate name it: the CSV
+// with the manifests beside it, read as Load reads its directory (a
+// bundle's manifests/ brings the bundle's metadata/ with it). Other CSVs
+// in the directory (a package-manifest directory of versions, operator-sdk's
+// bases) are not this bundle's: they are left out. A file that is a
+// Kubernetes object of another kind is refused; one that does not parse is
+// read, and its problem is reported as it would be in the directory.
+func loadCSVFile(path string, opts Options) (*Bundle, error) {
+	file := filepath.Clean(path)
+	b, err := Load(filepath.Dir(file), opts)
+	if err != nil {
+		return nil, err
+	}
+	var named *CSV
+	for _, c := range b.CSVs {
+		if filepath.Clean(c.Doc.File) == file {
+			named = c
+		}
+	}
+	problem := false
+	for _, p := range b.Problems {
+		if filepath.Clean(p.Pos.File) == file && (p.Code == CodeParse || p.Code == CodeLimit || p.Code == CodeSymlink || p.Code == CodeLayout) {
+			problem = true
+		}
+	}
+	if named == nil && !problem {
+		what := "not one of the manifests read there"
+		for _, d := range b.Objects {
+			if filepath.Clean(d.File) == file {
+				k, _ := d.Object()["kind"].(string)
+				what = "a " + k
+			}
+		}
+		return nil, fmt.Errorf("loading bundle %s: %s, not a ClusterServiceVersion (want a bundle root with manifests/ and metadata/, a manifests directory or a CSV file)", path, what)
+	}
+	b.Path = path
+	// Only the named CSV is this bundle's: the others, and what the
+	// loader said about there being several, go.
+	var objects []*manifest.Document
+	for _, d := range b.Objects {
+		if k, _ := d.Object()["kind"].(string); k != CSVKind || filepath.Clean(d.File) == file {
+			objects = append(objects, d)
+		}
+	}
+	b.Objects = objects
+	b.CSVs = nil
+	if named != nil {
+		b.CSVs = []*CSV{named}
+	}
+	var problems []Problem
+	for _, p := range b.Problems {
+		if p.Code == CodeMultipleCSVs {
+			continue
+		}
+		if p.Code == CodeCSVMissing && named == nil {
+			continue // the file's own problem says why it is not read
+		}
+		problems = append(problems, p)
+	}
+	b.Problems = problems
+	return b, nil
 }
 
 // holdsBundle: a directory with manifests/ or a manifest file of its own.
@@ -333,9 +427,13 @@ func within(target, root string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// fileResult is what reading one manifest file produced.
+// fileResult is what reading one manifest file produced: its first
+// document, already checked and decoded (dec), so that a worker decodes a
+// file as soon as it has parsed it instead of waiting for every file to
+// be parsed first.
 type fileResult struct {
 	doc      *manifest.Document
+	dec      decoded
 	problems []Problem
 	errs     []error
 }
@@ -364,17 +462,25 @@ func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits) {
 		}
 	}
 	results := make([]fileResult, len(files))
-	parallel(len(files), func(i int) { results[i] = b.loadFile(fsys, files[i], rootReal, lim) })
+	parallel(len(files), func(i int) {
+		r := b.loadFile(fsys, files[i], rootReal, lim)
+		if r.doc != nil {
+			r.dec = decodeObject(r.doc)
+		}
+		results[i] = r
+	})
 	var docs []*manifest.Document
+	var decs []decoded
 	for _, r := range results {
 		b.Problems = append(b.Problems, r.problems...)
 		b.Errors = append(b.Errors, r.errs...)
 		if r.doc != nil {
 			docs = append(docs, r.doc)
+			decs = append(decs, r.dec)
 		}
 	}
 	b.files = len(files)
-	b.add(docs)
+	b.addDecoded(docs, decs)
 }
 
 // parallel runs f(0..n-1) on up to GOMAXPROCS goroutines.
@@ -427,6 +533,12 @@ type decoded struct {
 func (b *Bundle) add(docs []*manifest.Document) {
 	results := make([]decoded, len(docs))
 	parallel(len(docs), func(i int) { results[i] = decodeObject(docs[i]) })
+	b.addDecoded(docs, results)
+}
+
+// addDecoded is add with the documents already decoded (results[i] is
+// decodeObject(docs[i])).
+func (b *Bundle) addDecoded(docs []*manifest.Document, results []decoded) {
 	for i, r := range results {
 		b.Problems = append(b.Problems, r.problems...)
 		if len(r.problems) > 0 && r.csv == nil && r.crd == nil && !isObject(docs[i]) {

@@ -167,11 +167,13 @@ func TestLoadFailures(t *testing.T) {
 	assert.Contains(t, err.Error(), "loading bundle")
 	assert.Contains(t, err.Error(), "no such file or directory")
 
-	file := filepath.Join(t.TempDir(), "csv.yaml")
-	require.NoError(t, os.WriteFile(file, []byte("a: 1"), 0o644))
+	// A file is taken as a CSV file (issue 27): one that is another
+	// object is refused.
+	file := filepath.Join(t.TempDir(), "configmap.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"), 0o644))
 	_, err = Load(file, Options{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not a directory")
+	assert.Contains(t, err.Error(), "loading bundle "+file+": a ConfigMap, not a ClusterServiceVersion")
 }
 
 // deniedFS is the OS file system, except that reading the named files

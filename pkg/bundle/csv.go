@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -62,6 +64,67 @@ func Examples(csv *operatorsv1alpha1.ClusterServiceVersion) []map[string]interfa
 		return nil
 	}
 	return list
+}
+
+// ExamplesError says why the CSV's alm-examples is not what OLM's console
+// and operator-sdk's bundle validator read: a JSON list of objects (both
+// parse it as JSON; YAML, which Examples tolerates, is not JSON). nil when
+// the annotation is absent, empty or valid. The message names the place
+// in the value (line and column, counted in the annotation's value).
+func ExamplesError(csv *operatorsv1alpha1.ClusterServiceVersion) error {
+	raw, ok := csv.Annotations["alm-examples"]
+	if !ok || strings.TrimSpace(raw) == "" {
+		return nil
+	}
+	var list []map[string]interface{}
+	err := json.Unmarshal([]byte(raw), &list)
+	if err == nil {
+		return nil
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn) && syn.Offset >= int64(len(raw)):
+		err = fmt.Errorf("not valid JSON: %v (at the end of the value: a bracket, brace or string is not closed)", syn)
+	case errors.As(err, &syn):
+		line, col := lineCol(raw, syn.Offset)
+		err = fmt.Errorf("not valid JSON: %v (line %d, column %d of the value)", syn, line, col)
+	case errors.As(err, &typ):
+		where := ""
+		if typ.Field != "" {
+			where = " at " + typ.Field
+		}
+		err = fmt.Errorf("not a JSON list of objects: a JSON %s%s where %s goes", typ.Value, where, describeGoType(typ.Type.String()))
+	default:
+		err = fmt.Errorf("not valid JSON: %v", err)
+	}
+	var y []map[string]interface{}
+	if yaml.Unmarshal([]byte(raw), &y) == nil && len(y) > 0 {
+		err = fmt.Errorf("%w; it parses as YAML, but the console and operator-sdk parse it as JSON", err)
+	}
+	return err
+}
+
+// lineCol turns a byte offset of s (json.SyntaxError's: just past the
+// byte that failed) into a 1-based line and column.
+func lineCol(s string, offset int64) (line, col int) {
+	if offset > int64(len(s)) {
+		offset = int64(len(s))
+	}
+	before := s[:max(offset-1, 0)]
+	line = 1 + strings.Count(before, "\n")
+	col = int(offset) - strings.LastIndex(before, "\n") - 1
+	return line, max(col, 1)
+}
+
+func describeGoType(t string) string {
+	switch t {
+	case "[]map[string]interface {}":
+		return "a list of objects"
+	case "map[string]interface {}":
+		return "an object"
+	}
+	return t
 }
 
 // ExampleRefs is Examples as object references.

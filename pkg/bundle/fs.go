@@ -67,9 +67,23 @@ func (OS) ReadFile(name string, limit int64) ([]byte, error) {
 	if limit > 0 {
 		r = io.LimitReader(f, limit+1)
 	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
+	// As os.ReadFile: room for the size the file has and one byte more,
+	// where io.ReadAll would grow its buffer from 512 bytes, copying and
+	// clearing a bundle's CRDs many times over; a file that grew since
+	// is read on all the same.
+	data := make([]byte, 0, max(st.Size(), 511)+1)
+	for {
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
 	}
 	if limit > 0 && int64(len(data)) > limit {
 		return nil, &ErrTooLarge{Size: int64(len(data)), Limit: limit}

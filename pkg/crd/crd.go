@@ -10,6 +10,7 @@ package crd
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
@@ -26,11 +27,14 @@ import (
 // Kind is the kind of a CustomResourceDefinition.
 const Kind = "CustomResourceDefinition"
 
-var scheme = func() *runtime.Scheme {
+// scheme knows apiextensions.k8s.io with its defaulting and conversion;
+// built on first use, by the first v1beta1 CRD (a v1 CRD never needs it,
+// nor does a command that reads no CRD).
+var scheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	apiextinstall.Install(s)
 	return s
-}()
+})
 
 // CRD is a decoded CustomResourceDefinition.
 type CRD struct {
@@ -62,13 +66,14 @@ func Decode(doc *manifest.Document) (*CRD, error) {
 			return nil, err
 		}
 		defaulted := c.V1beta1.DeepCopy()
-		scheme.Default(defaulted)
+		s := scheme()
+		s.Default(defaulted)
 		internal := &apiext.CustomResourceDefinition{}
-		if err := scheme.Convert(defaulted, internal, nil); err != nil {
+		if err := s.Convert(defaulted, internal, nil); err != nil {
 			return nil, fmt.Errorf("converting v1beta1 CustomResourceDefinition: %w", err)
 		}
 		c.V1 = &apiextv1.CustomResourceDefinition{}
-		if err := scheme.Convert(internal, c.V1, nil); err != nil {
+		if err := s.Convert(internal, c.V1, nil); err != nil {
 			return nil, fmt.Errorf("converting v1beta1 CustomResourceDefinition to v1: %w", err)
 		}
 	default:

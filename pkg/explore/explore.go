@@ -197,6 +197,9 @@ type model struct {
 	writers   map[simulate.ObjectID]writers
 	codes     map[codeKey]string
 	records   map[string]*bridge.RequestRecord
+	// observed is the generation the operator has reconciled when the
+	// traces start (start).
+	observed int64
 	// buf is where states are encoded.
 	buf []byte
 	// made are the steps made from an object once (writes, the user's
@@ -262,14 +265,23 @@ type node struct {
 }
 
 // level is a level of the frontier, in chunks of nodes: it grows without
-// copying, and a chunk is let go once it is expanded.
+// copying, and a chunk is let go once it is expanded. The chunks start
+// small and double up to chunk, so that a small search (Quick's) does not
+// clear and collect a large chunk for each level.
 type level [][]node
 
-const chunk = 1 << 12
+const (
+	firstChunk = 1 << 4
+	chunk      = 1 << 12
+)
 
 func (l *level) add(n node) {
-	if k := len(*l); k == 0 || len((*l)[k-1]) == chunk {
-		*l = append(*l, make([]node, 0, chunk))
+	if k := len(*l); k == 0 || len((*l)[k-1]) == cap((*l)[k-1]) {
+		size := firstChunk
+		if k > 0 {
+			size = min(2*cap((*l)[k-1]), chunk)
+		}
+		*l = append(*l, make([]node, 0, size))
 	}
 	last := &(*l)[len(*l)-1]
 	*last = append(*last, n)
@@ -285,10 +297,17 @@ type link struct {
 	move   uint8
 }
 
-// exploreStart is where every explored trace starts: the example CR (or
-// an empty spec) with the user's field at its first value, the operator
-// idle and its Upgradeable=True fresh at generation 1; and, in the
-// OperatorCondition flow, the OperatorCondition saying the same. It checks
+// exploreStart is where every explored trace starts, a state the
+// apiserver model gives for the bundle's CRD: the example CR (or an empty
+// spec) with the user's field at its first value, created through the
+// core, then the operator's status write of Upgradeable=True for the
+// generation the create gave, through the core too, and the operator idle
+// with that generation reconciled. Where the CRD has the status
+// subresource, that is a fresh True at generation 1; without it the
+// status write is a main-resource write that moves generation, and the
+// traces start from the outdated True every cluster has then (issue 27,
+// item 3: never-upgradeable is judged on reachable states). In the
+// OperatorCondition flow the OperatorCondition says the same. It checks
 // that the apiserver takes the operator's status writes: a model operator
 // whose writes the CRD refuses would explore nothing.
 func exploreStart(cfg *Config, example map[string]interface{}) (cr, oc map[string]interface{}, change SpecChange, err error) {
@@ -310,13 +329,25 @@ func (m *model) start(example map[string]interface{}) (cr, oc map[string]interfa
 		return nil, nil, change, err
 	}
 	cr = jsonobj.MergePatch(cr, change.patch(change.A))
+	// The CR is created where the console creates it: in the status
+	// source's namespace, else the example's (a CRD may pin it, as
+	// HyperConverged's schema does), else the apiserver's default.
+	create := cr
+	if ns := exampleNamespace(example); src.Namespace == "" && ns != "" && cfg.CR != nil && cfg.CR.Namespaced {
+		create = jsonobj.MergePatch(cr, map[string]interface{}{"metadata": map[string]interface{}{"namespace": ns}})
+	}
+	created, rf, err := simulate.Write(cfg, simulate.Object{}, Step{Actor: v1alpha1.ActorUser, Verb: v1alpha1.VerbCreate, Value: create})
+	if err == nil && rf != nil {
+		err = fmt.Errorf("the apiserver refuses to create the %s the traces start from (%s): %w", src.Kind, jsonobj.Compact(create), rf)
+	}
+	if err != nil {
+		return nil, nil, change, err
+	}
+	m.observed = created.Generation
+	var written simulate.Object
 	for _, ok := range []bool{false, true} {
-		s, err := simulate.Initial(cfg, cr, nil)
-		if err != nil {
-			return nil, nil, change, err
-		}
-		status := statusValue(cfg, ok, 1, "1")
-		_, rf, err := simulate.Write(cfg, s.CR, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: status})
+		status := statusValue(cfg, ok, m.observed, "1")
+		_, rf, err := simulate.Write(cfg, created, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: status})
 		if err == nil && rf != nil {
 			err = fmt.Errorf("the CRD refuses the status an operator writes with metav1.Condition (%s): %w", jsonobj.Compact(status), rf)
 		}
@@ -324,7 +355,23 @@ func (m *model) start(example map[string]interface{}) (cr, oc map[string]interfa
 			return nil, nil, change, err
 		}
 	}
-	cr["status"] = statusValue(cfg, true, 1, "")
+	status := statusValue(cfg, true, m.observed, "")
+	written, rf, err = simulate.Write(cfg, created, Step{Actor: v1alpha1.ActorOperator, Verb: v1alpha1.VerbUpdateStatus, Value: status})
+	if err == nil && rf != nil {
+		err = fmt.Errorf("the CRD refuses the status an operator writes with metav1.Condition (%s): %w", jsonobj.Compact(status), rf)
+	}
+	if err != nil {
+		return nil, nil, change, err
+	}
+	// The trace's initial object is what the writes left, without the
+	// identity the apiserver assigned (uid, creationTimestamp, a default
+	// namespace): a recreate (FaultRecreate) makes a new UID.
+	cr = written.Full(src.APIVersion, src.Kind)
+	md = map[string]interface{}{"name": src.Name, "generation": written.Generation}
+	if src.Namespace != "" {
+		md["namespace"] = src.Namespace
+	}
+	cr["metadata"] = md
 	if cfg.Bridge {
 		if src.Mode() == v1alpha1.HandshakeOperatorCondition {
 			return nil, nil, change, fmt.Errorf("the bridge writes the OperatorCondition in the operator's stead: explore it with a None or RequestAck handshake, not OperatorCondition")
@@ -342,6 +389,13 @@ func (m *model) start(example map[string]interface{}) (cr, oc map[string]interfa
 		}
 	}
 	return cr, oc, change, nil
+}
+
+// exampleNamespace is the namespace the example CR names, if any.
+func exampleNamespace(example map[string]interface{}) string {
+	md, _ := example["metadata"].(map[string]interface{})
+	ns, _ := md["namespace"].(string)
+	return ns
 }
 
 func statusWord(ok bool) string {
@@ -425,7 +479,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("explore: %w", err)
 	}
-	root := node{state: init, act: actors{observed: 1, truthTrue: true}}
+	root := node{state: init, act: actors{observed: m.observed, truthTrue: true}}
 	s := search{model: m, root: root, links: []link{{parent: -1}}}
 	visited := map[stateKey]struct{}{m.key(&root): {}}
 	found := map[string]bool{}

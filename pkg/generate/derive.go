@@ -249,13 +249,17 @@ func deriveIdentity(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CR
 	switch {
 	case len(examples) == 1:
 		e := examples[0]
+		if v.Name == nil && e.Name != "" && !initializes(csv, e) {
+			// Issue 27, item 9: a sample's name is not a derivation. The
+			// gate reads exactly the CR it names, and with whenAbsent Allow
+			// a CR that never exists is a gate that never blocks.
+			return &AmbiguousError{Reason: fmt.Sprintf("the only name at hand for the %s CR is %q, alm-examples' sample for the console, which nothing shows the operator or the console creates (no initialization resource names it); the gate reads exactly the CR it is given, and one that never exists never blocks an upgrade; pass --name with the name of the CR the operator keeps (this one, if it is that)", kind, e.Name),
+				Candidates: []string{fmt.Sprintf("--name %s (alm-examples: %s %s)", e.Name, e.APIVersion(), e.Kind)}}
+		}
 		group, version = e.Group, e.Version
 		src.Name = e.Name
 		d.From += " and its alm-examples entry"
 		d.unpinned(e.Namespace, "its alm-examples sample", v)
-		if v.Name == nil && e.Name != "" && !initializes(csv, e) {
-			d.Notes = append(d.Notes, fmt.Sprintf("the name %q is alm-examples' sample for %s: the gate reads exactly that CR, so %s must be a singleton created with that name (pass --name to choose another)", e.Name, kind, kind))
-		}
 	case len(examples) > 1 && v.Name == nil:
 		var names []string
 		for _, e := range examples {
@@ -337,6 +341,10 @@ func missing(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusS
 	reason := fmt.Sprintf("cannot derive the status source's %s; pass %s", strings.Join(need, ", "), strings.Join(need, " and "))
 	if src.Kind != "" && src.Name == "" {
 		reason = fmt.Sprintf("no initialization resource or alm-examples entry names the %s CR; pass --name", src.Kind)
+		if err := bundle.ExamplesError(csv); err != nil {
+			// Issue 27, item 10: not a missing entry, an unreadable list.
+			reason = fmt.Sprintf("no initialization resource names the %s CR, and the CSV's alm-examples, where its example would be, is %v; fix alm-examples, or pass --name", src.Kind, err)
+		}
 	}
 	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, bundle.OwnedKinds(csv))}
 }

@@ -226,6 +226,11 @@ func locate(path string) (file string, crds []*crd.CRD, inBundle bool, err error
 		}
 		switch len(b.CSVs) {
 		case 0:
+			for _, p := range b.Problems {
+				if p.Code == bundle.CodeCSVMissing {
+					return "", nil, false, fmt.Errorf("%s: %s", path, p.Message)
+				}
+			}
 			return "", nil, false, fmt.Errorf("%s: no ClusterServiceVersion found", path)
 		case 1:
 		default:
@@ -368,6 +373,11 @@ func check(file string, doc *manifest.Document, csv *operatorsv1alpha1.ClusterSe
 			continue
 		case base && f.Rule == "status-rbac-missing":
 			notes = append(notes, "the CSV has no install strategy yet (an operator-sdk base CSV), so RBAC was not checked; validate the bundle `make bundle` writes")
+			continue
+		case validate.VerdictRule(f.Rule):
+			// Whether the upgrade is held is the bundle's, not the
+			// annotation's: said, never a reason to refuse the write.
+			notes = append(notes, fmt.Sprintf("%s %s: %s", f.Severity, f.Rule, f.Message))
 			continue
 		}
 		out = append(out, f)

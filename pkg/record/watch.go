@@ -398,6 +398,24 @@ func (e *ending) Stop() {
 	e.Interface.Stop()
 }
 
+// NotServedError is a list or watch the server answered 404 to: the
+// resource is not served there (its CRD is not installed), or the server
+// is no Kubernetes apiserver at all, which only a look at its discovery
+// tells apart.
+type NotServedError struct {
+	// Resource is the resource with its group (plural.group); Version its
+	// version.
+	Resource, Version string
+	// Err is the server's answer.
+	Err error
+}
+
+func (e *NotServedError) Error() string {
+	return fmt.Sprintf("the cluster does not serve %s version %s (is its CRD installed?)", e.Resource, e.Version)
+}
+
+func (e *NotServedError) Unwrap() error { return e.Err }
+
 // explain turns a client error into the one line a user needs: who may
 // not do what, what the cluster does not serve, or that it cannot be
 // reached.
@@ -418,7 +436,7 @@ func explain(err error, host string, verb string, gvr schema.GroupVersionResourc
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the cluster at %s does not accept the kubeconfig's credentials: %v", host, err)
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("the cluster does not serve %s version %s (is its CRD installed?)", res, gvr.Version)
+		return &NotServedError{Resource: res, Version: gvr.Version, Err: err}
 	case errors.As(err, &ue) || errors.As(err, &ne):
 		return fmt.Errorf("cannot reach the cluster at %s: %v", host, err)
 	}

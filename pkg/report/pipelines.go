@@ -81,6 +81,10 @@ func Scorecard(w io.Writer, rep *result.Report, failOn result.Severity) error {
 		tr.Log = log.String()
 		st.Results = append(st.Results, tr)
 	}
+	for _, e := range rep.Errors {
+		st.Results = append(st.Results, scorecard.TestResult{Name: "statuscheck-status-source/" + e.Path, State: scorecard.ErrorState,
+			Errors: []string{e.Error}, Log: "could not be read: nothing was checked\n"})
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(st)
@@ -159,6 +163,9 @@ func SARIF(w io.Writer, rep *result.Report, rules []validate.Rule, root, version
 		for _, e := range b.Errors {
 			inv.AddToolExecutionNotification(sarif.NewNotification().WithLevel("error").WithMessage(sarif.NewTextMessage(e)))
 		}
+	}
+	for _, e := range rep.Errors {
+		inv.AddToolExecutionNotification(sarif.NewNotification().WithLevel("error").WithMessage(sarif.NewTextMessage(e.Error)))
 	}
 	run.AddInvocation(inv)
 	run.WithResults([]*sarif.Result{})
@@ -333,6 +340,14 @@ func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result
 		out.Failures += suite.Failures
 		out.Errors += suite.Errors
 		out.Suites = append(out.Suites, suite)
+	}
+	for _, e := range rep.Errors {
+		// A path that could not be read: one errored testcase, nothing
+		// checked.
+		out.Suites = append(out.Suites, junitSuite{Name: e.Path, Tests: 1, Errors: 1, TestCases: []junitCase{{Name: "read", ClassName: "statuscheck." + e.Path,
+			Error: &junitFailure{Message: "the path could not be read", Type: "read", Text: e.Error}}}})
+		out.Tests++
+		out.Errors++
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

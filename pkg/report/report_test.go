@@ -188,14 +188,28 @@ func TestTimeline(t *testing.T) {
 func TestSimulationJSONAndHTML(t *testing.T) {
 	rows := &HTMLRows{}
 	tr, cfg := short()
-	sum, err := simulate.Replay(tr, cfg, rows.Add)
+	spool, err := os.CreateTemp(t.TempDir(), "spool")
+	require.NoError(t, err)
+	defer spool.Close()
+	steps := NewJSONSteps(spool, cfg.Policies)
+	sum, err := simulate.Replay(tr, cfg, func(r simulate.Row) error {
+		if err := steps.Row(r); err != nil {
+			return err
+		}
+		return rows.Add(r)
+	})
 	require.NoError(t, err)
 	var b bytes.Buffer
-	require.NoError(t, SimulationJSON(&b, sum))
+	require.NoError(t, SimulationJSON(&b, sum, steps))
 	var back simulate.Summary
-	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
+	require.NoError(t, json.Unmarshal(b.Bytes(), &back), b.String())
 	require.Len(t, back.Violations, 1)
 	assert.Equal(t, simulate.RuleUpgradeWhileBlocked, back.Violations[0].Rule)
+	assert.NotEmpty(t, back.Violations[0].Remediation)
+	require.Len(t, back.Timeline, 1, "the one step, where the gate was evaluated")
+	assert.Equal(t, []simulate.PolicyDecision{{Policy: contract.PolicyOLM, Decision: contract.Decision{Verdict: contract.Block, Reason: "Upgradeable=False (reason Migrating)"}}}, back.Timeline[0].Verdicts)
+	require.Len(t, back.Final, 1)
+	assert.Equal(t, contract.PolicyOLM, back.Final[0].Policy)
 
 	b.Reset()
 	require.NoError(t, SimulationHTML(&b, sum, rows))
@@ -243,8 +257,8 @@ func TestTimelineSpooled(t *testing.T) {
 	assert.Zero(t, b.Len(), "nothing before Close")
 	require.NoError(t, tl.Close(sum))
 	out := b.String()
-	assert.Contains(t, out, "STEP LINE ACTOR ACTION  GEN UPGRADEABLE olm    VIOLATIONS\n")
-	assert.Contains(t, out, "1    9    olm   upgrade 1   False og=1  Block  upgrade-while-blocked(olm)\n")
+	assert.Contains(t, out, "STEP LINE ACTOR ACTION  GEN UPGRADEABLE olm    VIOLATIONS                 WHY\n")
+	assert.Contains(t, out, "1    9    olm   upgrade 1   False og=1  Block  upgrade-while-blocked(olm) Upgradeable=False (reason Migrating)\n")
 }
 
 func timelineRow(i int) simulate.Row {

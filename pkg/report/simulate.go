@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -56,7 +57,7 @@ func (t *Timeline) columns() []string {
 	for _, p := range t.sum.Policies {
 		cols = append(cols, string(p))
 	}
-	return append(cols, "VIOLATIONS")
+	return append(cols, "VIOLATIONS", "WHY")
 }
 
 // head writes the run's header and the column names.
@@ -72,8 +73,47 @@ func (t *Timeline) head(cols []string, widths []int) {
 	for _, n := range sum.Notes {
 		t.printf("note:      %s\n", n)
 	}
+	if h := historicalNote(sum); h != "" {
+		t.printf("note:      %s\n", h)
+	}
 	t.printf("\n")
 	t.line(cols, widths)
+}
+
+// historicalNote says which policies of a run are historical gates: shown
+// side by side, not in the exit code ("" when none is).
+func historicalNote(sum *simulate.Summary) string {
+	for _, p := range sum.Policies {
+		if simulate.Historical(p, sum.Primary) {
+			return fmt.Sprintf("%s is OLM's gate before operator-lifecycle-manager PR 2160 (it ignores observedGeneration), which no OLM ships: shown for comparison, its violations do not set the exit code", p)
+		}
+	}
+	return ""
+}
+
+// whyCell says why each policy decided as it did: one reason when all
+// agree, else each group of policies with its own ("olm, strict: ...;
+// naive: ...").
+func whyCell(policies []contract.Policy, why []string) string {
+	if len(why) == 0 {
+		return ""
+	}
+	var order []string
+	by := map[string][]string{}
+	for i, w := range why {
+		if _, ok := by[w]; !ok {
+			order = append(order, w)
+		}
+		by[w] = append(by[w], string(policies[i]))
+	}
+	if len(order) == 1 {
+		return order[0]
+	}
+	parts := make([]string, len(order))
+	for i, w := range order {
+		parts[i] = strings.Join(by[w], ", ") + ": " + w
+	}
+	return strings.Join(parts, "; ")
 }
 
 // line writes cells padded to widths (a policy column is at least 6
@@ -121,7 +161,7 @@ func (t *Timeline) Row(r simulate.Row) error {
 		}
 		cells = append(cells, v)
 	}
-	cells = append(cells, violationTags(r.Outcome.Violations))
+	cells = append(cells, violationTags(r.Outcome.Violations), whyCell(t.sum.Policies, r.Why))
 	if t.spool == nil {
 		t.line(cells, timelineWidths)
 		return t.err
@@ -200,7 +240,10 @@ func (t *Timeline) Close(sum *simulate.Summary) error {
 		if v.Step == 0 {
 			at = "" // about the run as a whole, or its starting state
 		}
-		t.printf("%s: %s %s%s%s: %s\n", location(v), v.Severity, v.Rule, policyTag(v.Policy), at, v.Message)
+		t.printf("%s: %s %s%s%s: %s\n", location(v), v.Severity, v.Rule, violationPolicyTag(v), at, v.Message)
+	}
+	for _, r := range remediations(sum.Violations) {
+		t.printf("to fix %s: %s\n", r.rule, r.text)
 	}
 	if sum.Dropped > 0 {
 		t.printf("... and %d more violations (only the first %d are listed)\n", sum.Dropped, simulate.MaxViolations)
@@ -212,20 +255,59 @@ func (t *Timeline) Close(sum *simulate.Summary) error {
 		t.printf("note: %s\n", n)
 	}
 	var final []string
-	for i, p := range sum.Policies {
-		if i < len(sum.Final) {
-			final = append(final, fmt.Sprintf("%s %s", p, sum.Final[i].Verdict))
-		}
+	for _, d := range sum.Final {
+		final = append(final, fmt.Sprintf("%s %s", d.Policy, d.Verdict))
 	}
-	t.printf("%s, %s; gate at the end: %s\n", plural(sum.Steps, "step", "steps"), countsText(sum.Counts), strings.Join(final, ", "))
+	t.printf("%s, %s%s; gate at the end: %s\n", plural(sum.Steps, "step", "steps"), countsText(sum.Counts), historicalText(sum), strings.Join(final, ", "))
 	return t.err
 }
 
-func policyTag(p contract.Policy) string {
-	if p == "" {
+// violationPolicyTag names a violation's policy, and marks a historical
+// gate's: " [naive, historical gate: not in the exit code]".
+func violationPolicyTag(v simulate.Violation) string {
+	switch {
+	case v.Policy == "":
+		return ""
+	case v.Historical:
+		return " [" + string(v.Policy) + ", historical gate: not in the exit code]"
+	}
+	return " [" + string(v.Policy) + "]"
+}
+
+// historicalText counts the violations of a historical gate, which are
+// in the counts but not in the exit code.
+func historicalText(sum *simulate.Summary) string {
+	n := 0
+	for _, c := range sum.Historical {
+		n += c
+	}
+	if n == 0 {
 		return ""
 	}
-	return " [" + string(p) + "]"
+	var p contract.Policy
+	for _, q := range sum.Policies {
+		if simulate.Historical(q, sum.Primary) {
+			p = q
+		}
+	}
+	return fmt.Sprintf(", %d of them the historical %s gate's (not in the exit code)", n, p)
+}
+
+type remediation struct{ rule, text string }
+
+// remediations lists the remediation of each rule among vs, once, in the
+// order the rules first appear.
+func remediations(vs []simulate.Violation) []remediation {
+	var out []remediation
+	seen := map[string]bool{}
+	for _, v := range vs {
+		if seen[v.Rule] || v.Remediation == "" {
+			continue
+		}
+		seen[v.Rule] = true
+		out = append(out, remediation{v.Rule, v.Remediation})
+	}
+	return out
 }
 
 func location(v simulate.Violation) string {
@@ -262,12 +344,94 @@ func sortedRules(c map[string]int) []string {
 	return out
 }
 
-// SimulationJSON writes a run's summary and violations.
-func SimulationJSON(w io.Writer, sum *simulate.Summary) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+// JSONSteps spools a replay's per-step verdicts for SimulationJSON: one
+// line a step where the gate was evaluated, in a temporary file, so
+// memory does not grow with the trace and nothing is written before the
+// replay is whole.
+type JSONSteps struct {
+	policies []contract.Policy
+	spool    io.ReadWriteSeeker
+	buf      *bufio.Writer
+	n        int
+	err      error
+}
+
+// NewJSONSteps spools into spool the verdicts of policies.
+func NewJSONSteps(spool io.ReadWriteSeeker, policies []contract.Policy) *JSONSteps {
+	return &JSONSteps{policies: policies, spool: spool, buf: bufio.NewWriter(spool)}
+}
+
+// Row spools a step's verdicts, if the gate was evaluated there.
+func (j *JSONSteps) Row(r simulate.Row) error {
+	sv := simulate.VerdictsOf(j.policies, r)
+	if sv == nil || j.err != nil {
+		return j.err
+	}
+	data, err := marshal(sv, "    ")
+	if err != nil {
+		j.err = err
+		return err
+	}
+	data = bytes.ReplaceAll(data, []byte("\n"), []byte("\x00")) // one spooled line a step
+	if _, j.err = j.buf.Write(append(data, '\n')); j.err == nil {
+		j.n++
+	}
+	return j.err
+}
+
+// marshal encodes v indented, with prefix on every line after the first,
+// without escaping HTML.
+func marshal(v interface{}, prefix string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent(prefix, "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(sum)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// SimulationJSON writes a run's summary and violations, and with steps
+// the timeline of verdicts they spooled ("timeline").
+func SimulationJSON(w io.Writer, sum *simulate.Summary, steps *JSONSteps) error {
+	data, err := marshal(sum, "")
+	if err != nil {
+		return err
+	}
+	if steps == nil || steps.n == 0 {
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	}
+	if steps.err != nil {
+		return steps.err
+	}
+	if err := steps.buf.Flush(); err != nil {
+		return err
+	}
+	if _, err := steps.spool.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	// The summary's object, closed after the timeline.
+	body := bytes.TrimSuffix(data, []byte("}"))
+	body = bytes.TrimRight(body, "\n")
+	bw := bufio.NewWriter(w)
+	bw.Write(body)
+	bw.WriteString(",\n  \"timeline\": [\n")
+	sc := bufio.NewScanner(steps.spool)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for i := 0; sc.Scan(); i++ {
+		if i > 0 {
+			bw.WriteString(",\n")
+		}
+		bw.WriteString("    ")
+		bw.Write(bytes.ReplaceAll(sc.Bytes(), []byte("\x00"), []byte("\n")))
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading the spooled timeline: %w", err)
+	}
+	bw.WriteString("\n  ]\n}\n")
+	return bw.Flush()
 }
 
 // MaxHTMLRows bounds the timeline an HTML page shows; past it only steps
@@ -313,6 +477,11 @@ type htmlVerdict struct {
 type htmlViolation struct {
 	Rule, Policy, Severity, Message, Anchor string
 	Step                                    int
+	Historical                              bool
+}
+
+type htmlRemediation struct {
+	Rule, Text string
 }
 
 var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
@@ -337,6 +506,7 @@ tr.bad td { border-top: 2px solid #b00; }
 .error { color: #b00; }
 .warning { color: #9a5b00; }
 .info { color: #245; }
+.why { font-weight: normal; font-size: .85em; color: #444; }
 ul.violations li { margin: .3em 0; }
 </style>
 </head>
@@ -349,17 +519,23 @@ ul.violations li { margin: .3em 0; }
 <dt>steps</dt><dd>{{.Steps}}</dd>
 <dt>result</dt><dd id="result">{{.Result}}</dd>
 {{range .Notes}}<dt>note</dt><dd>{{.}}</dd>
+{{end}}{{if .Historical}}<dt>historical gate</dt><dd id="historical">{{.Historical}}</dd>
 {{end}}</dl>
 <h2>Violations</h2>
 {{if .Violations}}<ul class="violations" id="violations">
-{{range .Violations}}<li>{{if .Step}}<a href="#{{.Anchor}}">step {{.Step}}</a>{{else}}end of the trace{{end}}: <span class="violation {{.Severity}}" data-rule="{{.Rule}}">{{.Rule}}</span>{{if .Policy}} [{{.Policy}}]{{end}} ({{.Severity}}): {{.Message}}</li>
+{{range .Violations}}<li>{{if .Step}}<a href="#{{.Anchor}}">step {{.Step}}</a>{{else}}end of the trace{{end}}: <span class="violation {{.Severity}}" data-rule="{{.Rule}}">{{.Rule}}</span>{{if .Policy}} [{{.Policy}}{{if .Historical}}, historical gate: not in the exit code{{end}}]{{end}} ({{.Severity}}): {{.Message}}</li>
 {{end}}</ul>{{else}}<p id="violations">None.</p>{{end}}
+{{if .Remediations}}<h2>Remediations</h2>
+<dl id="remediations">
+{{range .Remediations}}<dt>{{.Rule}}</dt><dd>{{.Text}}</dd>
+{{end}}</dl>
+{{end}}
 <h2>Timeline</h2>
 {{if .Skipped}}<p>{{.Skipped}} steps without violations are not shown.</p>{{end}}
 <table id="timeline">
 <thead><tr><th>step</th><th>line</th><th>actor</th><th>action</th><th>generation</th><th>Upgradeable</th>{{range .Policies}}<th>{{.}}</th>{{end}}<th>violations</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr id="{{.ID}}"{{if .Bad}} class="bad"{{end}}><td>{{.Step}}</td><td>{{.Line}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Gen}}</td><td>{{.Condition}}</td>{{range .Verdicts}}<td class="{{.Class}}" title="{{.Reason}}">{{.Verdict}}</td>{{end}}<td>{{range .Violations}}<span class="violation {{.Severity}}">{{.Tag}}</span> {{end}}</td></tr>
+{{range .Rows}}<tr id="{{.ID}}"{{if .Bad}} class="bad"{{end}}><td>{{.Step}}</td><td>{{.Line}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Gen}}</td><td>{{.Condition}}</td>{{range .Verdicts}}<td class="{{.Class}}">{{.Verdict}}{{if .Reason}}<div class="why">{{.Reason}}</div>{{end}}</td>{{end}}<td>{{range .Violations}}<span class="violation {{.Severity}}">{{.Tag}}</span> {{end}}</td></tr>
 {{end}}</tbody>
 </table>
 </body>
@@ -370,22 +546,35 @@ ul.violations li { margin: .3em 0; }
 func SimulationHTML(w io.Writer, sum *simulate.Summary, rows *HTMLRows) error {
 	data := struct {
 		Title, File, Format, Source, Subresource, Result string
+		Historical                                       string
 		Steps, Skipped                                   int
 		Notes                                            []string
-		Policies                                         []contract.Policy
+		Policies                                         []string
 		Violations                                       []htmlViolation
+		Remediations                                     []htmlRemediation
 		Rows                                             []htmlRow
 	}{
 		Title: sum.Name, File: sum.File, Format: string(sum.Format), Source: sum.Source,
 		Subresource: map[bool]string{true: "on", false: "off"}[sum.StatusSubresource],
-		Result:      countsText(sum.Counts), Steps: sum.Steps, Skipped: rows.Skipped, Notes: sum.Notes, Policies: sum.Policies,
+		Result:      countsText(sum.Counts) + historicalText(sum), Historical: historicalNote(sum),
+		Steps: sum.Steps, Skipped: rows.Skipped, Notes: sum.Notes,
+	}
+	for _, p := range sum.Policies {
+		head := string(p)
+		if simulate.Historical(p, sum.Primary) {
+			head += " (historical)"
+		}
+		data.Policies = append(data.Policies, head)
 	}
 	if data.Title == "" {
 		data.Title = sum.File
 	}
 	for _, v := range sum.Violations {
 		data.Violations = append(data.Violations, htmlViolation{Rule: v.Rule, Policy: string(v.Policy), Severity: v.Severity.String(),
-			Message: v.Message, Step: v.Step, Anchor: fmt.Sprintf("step-%d", v.Step)})
+			Message: v.Message, Step: v.Step, Anchor: fmt.Sprintf("step-%d", v.Step), Historical: v.Historical})
+	}
+	for _, r := range remediations(sum.Violations) {
+		data.Remediations = append(data.Remediations, htmlRemediation{Rule: r.rule, Text: r.text})
 	}
 	for _, r := range rows.Rows {
 		hr := htmlRow{ID: fmt.Sprintf("step-%d", r.Outcome.Step), Step: r.Outcome.Step, Line: r.Step.Line, Actor: string(r.Step.Actor),
@@ -400,6 +589,9 @@ func SimulationHTML(w io.Writer, sum *simulate.Summary, rows *HTMLRows) error {
 			v := htmlVerdict{Verdict: "-"}
 			if r.Outcome.Verdicts != nil {
 				d := r.Outcome.Verdicts[i]
+				if i < len(r.Why) {
+					d.Reason = r.Why[i]
+				}
 				v = htmlVerdict{Verdict: string(d.Verdict), Reason: d.Reason, Class: string(d.Verdict)}
 				// A verdict that is itself the violation (an approval on
 				// outdated information, a replacement while blocked) is

@@ -90,6 +90,46 @@ type Bundle struct {
 	Findings []Finding `json:"findings"`
 	// Errors say what could not be read or checked; any makes the exit code 2.
 	Errors []string `json:"errors,omitempty"`
+	// Protection says, for each lifecycle manager the bundle can meet,
+	// whether its upgrade is held while the status source says wait;
+	// empty when the CSV declares no valid status source.
+	Protection []Protection `json:"protection,omitempty"`
+}
+
+// Lifecycle managers a bundle can meet (Protection.Manager).
+const (
+	// ManagerOLMv0 is OLM v0 (operator-lifecycle-manager), which gates a
+	// CSV's replacement on its OperatorCondition.
+	ManagerOLMv0 = "olm-v0"
+	// ManagerOLMv1 is OLM v1 (operator-controller), which has no upgrade
+	// gate.
+	ManagerOLMv1 = "olm-v1"
+	// ManagerNone is the operator applied without OLM.
+	ManagerNone = "none"
+)
+
+// What holds an upgrade on OLM v0 (Protection.By).
+const (
+	// HeldByBridge: statuscheck bridge writes the OperatorCondition from
+	// the CR.
+	HeldByBridge = "bridge"
+	// HeldByOperatorCondition: the operator writes its OperatorCondition
+	// itself (the OperatorCondition handshake).
+	HeldByOperatorCondition = "operatorcondition"
+)
+
+// Protection is the verdict for one lifecycle manager: is the upgrade held
+// while the operator says wait?
+type Protection struct {
+	Manager string `json:"manager"`
+	Held    bool   `json:"held"`
+	// By is what holds it (HeldByBridge, HeldByOperatorCondition), when
+	// something does.
+	By string `json:"by,omitempty"`
+	// Reason says why, in a sentence.
+	Reason string `json:"reason"`
+	// Remedy says what the user can do when it is not held.
+	Remedy string `json:"remedy,omitempty"`
 }
 
 // Sort orders the findings deterministically.
@@ -114,6 +154,16 @@ func (b *Bundle) Sort() {
 // the bundles were named.
 type Report struct {
 	Bundles []Bundle `json:"bundles"`
+	// Errors are the paths that could not be read as a bundle at all (a
+	// path that does not exist, an empty directory): nothing of them was
+	// checked, so they are not among Bundles. Any makes the exit code 2.
+	Errors []PathError `json:"errors,omitempty"`
+}
+
+// PathError is a path that could not be read as a bundle, and why.
+type PathError struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
 }
 
 // Counts tallies findings per severity.
@@ -141,8 +191,11 @@ func (r *Report) Counts() Counts {
 	return c
 }
 
-// Failed reports whether any bundle could not be checked.
+// Failed reports whether any bundle or path could not be checked.
 func (r *Report) Failed() bool {
+	if len(r.Errors) > 0 {
+		return true
+	}
 	for _, b := range r.Bundles {
 		if len(b.Errors) > 0 {
 			return true

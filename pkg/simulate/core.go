@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
@@ -454,6 +456,11 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 				case last.Verdict == contract.Block:
 					viol.Kind = KindRoundTheGate
 					viol.Message = fmt.Sprintf("the operator was replaced while the %s gate blocked (round the gate: its last check, at step %d, blocked too): %s", p, last.Step, d.Reason)
+					if cfg.Continuous && !cfg.ReadsOC() && (!s.OC.Exists || ocUnwritten(s.OC)) {
+						// A recording: OLM's own gate read the
+						// OperatorCondition, which nobody wrote.
+						viol.Message += "; OLM's own gate read the OperatorCondition, which holds no Upgradeable entry (nobody wrote it), not the status source (status-source-not-read)"
+					}
 				default:
 					viol.Kind = KindRoundTheGate
 					viol.Message = fmt.Sprintf("the operator was replaced while the %s gate blocked (round the gate: it was never checked): %s", p, d.Reason)
@@ -464,8 +471,12 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 				s.Checked[i] = LastCheck{Verdict: d.Verdict, Step: s.Steps}
 			}
 			if st.Verb == v1alpha1.VerbCheck && st.Expect != "" && p == cfg.Primary && d.Verdict != st.Expect && !(cfg.Continuous && s.Lag.had(st.Expect)) {
-				*v = append(*v, violation(RuleCheckExpectation, p, st, s.Steps, s,
-					fmt.Sprintf("the trace expects %s here, the %s gate says %s: %s", st.Expect, p, d.Verdict, d.Reason)))
+				if msg, ok := notRead(cfg, s, st, p, d); ok {
+					*v = append(*v, violation(RuleStatusSourceNotRead, p, st, s.Steps, s, msg))
+				} else {
+					*v = append(*v, violation(RuleCheckExpectation, p, st, s.Steps, s,
+						fmt.Sprintf("the trace expects %s here, the %s gate says %s: %s", st.Expect, p, d.Verdict, d.Reason)))
+				}
 			}
 		}
 	}
@@ -741,6 +752,46 @@ func approved(cfg *Config, s State, st Step, p contract.Policy, d contract.Decis
 		*v = append(*v, violation(RuleUnsafeApproval, p, st, s.Steps, s, msg))
 		return
 	}
+}
+
+// notRead diagnoses a recorded check OLM allowed where the gate on the
+// status source blocks (d): when the OperatorCondition OLM read holds no
+// Upgradeable entry, in spec.conditions, status.conditions or
+// spec.overrides (or does not exist), nobody wrote it, and OLM v0's
+// isOperatorUpgradeable, which reads only the OperatorCondition, allows on
+// it. That is not a trace to fix but a cluster on which the annotation
+// holds nothing (docs/contract.md section 9, status-source-not-read). Only
+// a recording's expect is OLM's own decision; where the gate already reads
+// the OperatorCondition (its handshake, the bridge) the model is OLM's.
+func notRead(cfg *Config, s State, st Step, p contract.Policy, d contract.Decision) (string, bool) {
+	if !cfg.Continuous || cfg.ReadsOC() || st.Expect != contract.Allow || d.Verdict != contract.Block {
+		return "", false
+	}
+	read := "found no OperatorCondition, which it reads as upgradeable"
+	if s.OC.Exists {
+		if !ocUnwritten(s.OC) {
+			return "", false
+		}
+		name, _ := s.OC.Meta["name"].(string)
+		read = fmt.Sprintf("read the OperatorCondition %s, which holds no Upgradeable entry (nobody wrote it), and allowed", name)
+	}
+	return fmt.Sprintf("OLM allowed here where the %s gate on the status source blocks (%s): OLM %s; today's OLM v0 does not read the status source, so the annotation holds nothing on this cluster", p, d.Reason, read), true
+}
+
+// ocUnwritten says whether an OperatorCondition holds no Upgradeable
+// entry: none in spec.conditions (the operator's or the bridge's),
+// status.conditions (OLM's copy) or spec.overrides (an admin's).
+func ocUnwritten(oc Object) bool {
+	if contract.Find(oc.Conditions, contract.ConditionUpgradeable) != nil {
+		return false
+	}
+	if _, ok := contract.Override(oc.Overrides()); ok {
+		return false
+	}
+	v, _, _ := unstructured.NestedFieldNoCopy(oc.Body, "spec", "conditions")
+	list, _ := v.([]interface{})
+	conds, _ := contract.ReadConditions(list)
+	return contract.Find(conds, contract.ConditionUpgradeable) == nil
 }
 
 func mismatch(cfg *Config, st Step, s State, before Object) Violation {

@@ -21,6 +21,9 @@ import (
 type Row struct {
 	Step    Step
 	Outcome Outcome
+	// Why is each verdict's reason (Outcome.Verdicts, by policy), as the
+	// timeline says it (Why).
+	Why []string
 	// Exists, Generation and Condition describe the CR after the step.
 	Exists     bool
 	Generation int64
@@ -46,16 +49,28 @@ type Summary struct {
 	// OperatorCondition handshake, or the bridge).
 	ReadsOC bool `json:"-"`
 	// Bridge: the bridge writes the OperatorCondition.
-	Bridge     bool              `json:"bridge,omitempty"`
-	Policies   []contract.Policy `json:"policies"`
-	Steps      int               `json:"steps"`
-	Violations []Violation       `json:"violations"`
+	Bridge   bool              `json:"bridge,omitempty"`
+	Policies []contract.Policy `json:"policies"`
+	// Primary is the policy a check's expect is judged by; under --policy
+	// all, olm.
+	Primary    contract.Policy `json:"primary"`
+	Steps      int             `json:"steps"`
+	Violations []Violation     `json:"violations"`
 	// Dropped counts violations beyond MaxViolations.
 	Dropped int `json:"dropped,omitempty"`
 	// Counts tallies violations per rule.
 	Counts map[string]int `json:"counts"`
+	// Historical tallies, per rule, the violations of a historical gate
+	// (naive, beside a primary policy that ships): they are in Counts and
+	// shown, but do not set the exit code.
+	Historical map[string]int `json:"historical,omitempty"`
 	// Final is the gate's verdict per policy after the last step.
-	Final []contract.Decision `json:"final"`
+	Final []PolicyDecision `json:"final"`
+	// Timeline is the gate's verdicts at each step where it was
+	// evaluated. A replay does not keep it (it streams); the JSON writer
+	// streams it into the document (report.SimulationJSON), and a reader
+	// of that document finds it here.
+	Timeline []StepVerdicts `json:"timeline,omitempty"`
 	// Notes say what was assumed.
 	Notes []string `json:"notes,omitempty"`
 	// Skipped lists the other objects a recording held, which were left
@@ -65,8 +80,60 @@ type Summary struct {
 	Late []string `json:"lateNotes,omitempty"`
 }
 
+// PolicyDecision is a policy's verdict with its reason.
+type PolicyDecision struct {
+	Policy contract.Policy `json:"policy"`
+	contract.Decision
+}
+
+// StepVerdicts is the gate's verdicts at one step, each with its reason
+// (Why).
+type StepVerdicts struct {
+	Step   int    `json:"step"`
+	Line   int    `json:"line,omitempty"`
+	Actor  string `json:"actor"`
+	Action string `json:"action"`
+	// Expect is OLM's decision a check carries (recorded), or the trace's
+	// expectation.
+	Expect   v1alpha1.Verdict `json:"expect,omitempty"`
+	Verdicts []PolicyDecision `json:"verdicts"`
+}
+
+// VerdictsOf is a row's verdicts, each with its policy and reason (nil
+// when the gate was not evaluated at the step).
+func VerdictsOf(policies []contract.Policy, r Row) *StepVerdicts {
+	if r.Outcome.Verdicts == nil {
+		return nil
+	}
+	sv := &StepVerdicts{Step: r.Outcome.Step, Line: r.Step.Line, Actor: string(r.Step.Actor), Action: r.Step.Action(), Expect: r.Step.Expect}
+	for i, p := range policies {
+		d := r.Outcome.Verdicts[i]
+		if i < len(r.Why) {
+			d.Reason = r.Why[i]
+		}
+		sv.Verdicts = append(sv.Verdicts, PolicyDecision{Policy: p, Decision: d})
+	}
+	return sv
+}
+
+// Historical says whether a violation of policy p, in a run whose
+// primary policy is primary, is of a historical gate: naive (OLM before
+// operator-lifecycle-manager PR 2160), which no OLM ships, shown beside
+// the gates that do (olm, and strict, the contract's own) but not in the
+// exit code. Under --policy naive alone it is the run's own gate.
+func Historical(p, primary contract.Policy) bool {
+	return p == contract.PolicyNaive && primary != contract.PolicyNaive
+}
+
 func (s *Summary) add(vs ...Violation) {
 	for _, v := range vs {
+		if v.Policy != "" && Historical(v.Policy, s.Primary) {
+			v.Historical = true
+			if s.Historical == nil {
+				s.Historical = map[string]int{}
+			}
+			s.Historical[v.Rule]++
+		}
 		s.Counts[v.Rule]++
 		if len(s.Violations) < MaxViolations {
 			s.Violations = append(s.Violations, v)
@@ -76,10 +143,11 @@ func (s *Summary) add(vs ...Violation) {
 	}
 }
 
-// ExitCode is 1 when a violation is at or above failOn, else 0.
+// ExitCode is 1 when a violation is at or above failOn, else 0. A
+// historical gate's violations (Historical) do not count.
 func (s *Summary) ExitCode(failOn result.Severity) int {
 	for id, n := range s.Counts {
-		if n > 0 && kindOf(id).Severity >= failOn {
+		if n-s.Historical[id] > 0 && kindOf(id).Severity >= failOn {
 			return result.ExitFindings
 		}
 	}
@@ -90,7 +158,7 @@ func (s *Summary) ExitCode(failOn result.Severity) int {
 // step.
 func NewSummary(t *trace.Trace, cfg *Config) *Summary {
 	return &Summary{File: t.File, Name: t.Name, Format: t.Format, Source: cfg.Source.Marshal(),
-		StatusSubresource: cfg.StatusSubresource, Mode: cfg.mode(), ReadsOC: cfg.ReadsOC(), Bridge: cfg.Bridge, Policies: cfg.Policies, Counts: map[string]int{}, Violations: []Violation{}}
+		StatusSubresource: cfg.StatusSubresource, Mode: cfg.mode(), ReadsOC: cfg.ReadsOC(), Bridge: cfg.Bridge, Policies: cfg.Policies, Primary: cfg.Primary, Counts: map[string]int{}, Violations: []Violation{}}
 }
 
 // Replay runs a trace through the core. emit, when set, is called after
@@ -144,7 +212,9 @@ func replay(t *trace.Trace, cfg *Config, emit func(Row) error) (*Summary, error)
 	}
 	sum.add(Finish(cfg, s)...)
 	for _, p := range cfg.Policies {
-		sum.Final = append(sum.Final, gate(cfg, &s, p))
+		d := gate(cfg, &s, p)
+		d.Reason = Why(cfg, &s, p, d)
+		sum.Final = append(sum.Final, PolicyDecision{Policy: p, Decision: d})
 	}
 	sortByStep(sum.Violations)
 	return sum, nil
@@ -169,6 +239,12 @@ func sortByStep(vs []Violation) {
 // (isOperatorUpgradeable reads no other).
 func RowOf(cfg *Config, s State, st Step, out Outcome) Row {
 	r := Row{Step: st, Outcome: out, Exists: s.CR.Exists, Generation: s.CR.Generation, Token: s.Token}
+	if out.Verdicts != nil {
+		r.Why = make([]string, len(out.Verdicts))
+		for i, d := range out.Verdicts {
+			r.Why[i] = Why(cfg, &s, cfg.Policies[i], d)
+		}
+	}
 	if cfg.ReadsOC() {
 		if !s.OC.Exists {
 			r.Condition = "(no OC)"
@@ -197,9 +273,10 @@ func RowOf(cfg *Config, s State, st Step, out Outcome) Row {
 
 // ContextConfig is the configuration of a run against a resolved status
 // source (a bundle or --crd with --source): its CRD version served by
-// package apiserver, its /status and its token types. explore runs on it.
+// package apiserver, its /status and its token types, and the bridge when
+// the bundle declares one (source.Context.Bridge). explore runs on it.
 func ContextConfig(c *source.Context, policies []contract.Policy, primary contract.Policy) *Config {
-	cfg := &Config{Source: c.Source, CR: c.Resource, Tokens: c.Tokens, Policies: policies, Primary: primary}
+	cfg := &Config{Source: c.Source, CR: c.Resource, Tokens: c.Tokens, Policies: policies, Primary: primary, Bridge: c.Bridge != nil}
 	if c.StatusSubresource != nil {
 		cfg.StatusSubresource = *c.StatusSubresource
 	}

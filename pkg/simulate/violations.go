@@ -22,6 +22,11 @@ const (
 	// OperatorCondition's spec.conditions while another writer kept its
 	// Upgradeable entry (bridge.OtherWriter).
 	RuleOperatorConditionOverwritten = "operatorcondition-overwritten"
+	// RuleStatusSourceNotRead: a recorded OLM check allowed where the
+	// contract's gate on the status source blocks, on an OperatorCondition
+	// that holds no Upgradeable entry: nobody wrote it, and OLM v0 reads
+	// only the OperatorCondition.
+	RuleStatusSourceNotRead = "status-source-not-read"
 )
 
 // Kind is a violation's registry entry.
@@ -47,7 +52,7 @@ func Kinds() []Kind {
 			"Enable the status subresource, or give simulate the CRD the cluster really has (--crd / --bundle).", false},
 		{RuleDuplicateCondition, result.Warning, "Two conditions of the same type in one status; OLM reads the first (meta.FindStatusCondition).",
 			"Update conditions with meta.SetStatusCondition and make status.conditions a map list keyed by type.", false},
-		{RuleNeverUpgradeable, result.Warning, "The run ends with the gate blocked although the operator's last report is True: a stuck gate. From --explore (kind unreachable): no reachable state lets an upgrade through under the policy, shown by the shortest path to an OLM check that blocks a True report.",
+		{RuleNeverUpgradeable, result.Error, "The run ends with the gate blocked although the operator's last report is True: a stuck gate (an error like the race: a gate that never opens stops every upgrade). From --explore (kind unreachable): no reachable state lets an upgrade through under the policy, shown by the shortest path to an OLM check that blocks a True report.",
 			"Make observedGeneration able to catch up (status subresource on; report the generation the reconcile read).", true},
 		{RuleLockBroken, result.Error, "Handshake: having acknowledged the current request with True, the operator reported Upgradeable other than True before the upgrade (it started work it had promised to defer).",
 			"Once the operator has answered a request with True, defer migrations until the upgrade happens or the request is withdrawn.", false},
@@ -57,6 +62,8 @@ func Kinds() []Kind {
 			"Write what the CRD accepts: metav1.Condition's required fields (type, status True/False/Unknown, reason, message, lastTransitionTime), values within the schema's bounds; check the error the operator's client gets.", false},
 		{RuleOperatorConditionOverwritten, result.Error, "Bridge: statuscheck bridge wrote the OperatorCondition's spec.conditions while another writer kept its Upgradeable entry (pkg/bridge.OtherWriter: the entry is not the one the bridge last wrote, and another field manager owns the list in managedFields), as an operator that still writes its own OperatorCondition (operator-lib's conditions.Set) does: two writers overwrite each other's entry, and OLM gates on whichever wrote last, not on the bridge's decision or the other writer's.",
 			"Keep one writer of the Upgradeable entry: stop the operator's own OperatorCondition writes when the bridge runs, or do not run the bridge. statuscheck bridge since issue 25 yields to another writer (bridge.OtherWriter) and says so.", false},
+		{RuleStatusSourceNotRead, result.Error, "A recorded OLM check allowed where the contract's gate on the status source blocks, and the OperatorCondition OLM read holds no Upgradeable entry: nobody wrote it, and today's OLM v0 reads only the OperatorCondition, not the status source, so the annotation does not hold the upgrade on this cluster.",
+			"Make OLM v0 read what the status source says: add statuscheck bridge to the bundle (statuscheck generate -w --bridge IMAGE BUNDLE), which writes the OperatorCondition's Upgradeable from the CR, or have the operator mirror Upgradeable into its OperatorCondition (handshake {\"mode\":\"OperatorCondition\"}).", false},
 		{RuleCheckExpectation, result.Error, "A check step's expect: differs from the primary policy's verdict.",
 			"Fix the trace's expectation, or the operator behaviour it describes.", false},
 	}
@@ -103,6 +110,12 @@ type Violation struct {
 	// KindRace or KindRoundTheGate.
 	Kind     string   `json:"kind,omitempty"`
 	Evidence Evidence `json:"evidence"`
+	// Remediation is the rule's remediation (Kinds).
+	Remediation string `json:"remediation,omitempty"`
+	// Historical marks a violation of a historical gate (naive) in a run
+	// whose primary policy is another: shown beside the gates that ship,
+	// never in the exit code (Summary.ExitCode).
+	Historical bool `json:"historical,omitempty"`
 }
 
 // Unreachable is --explore's never-upgradeable when no OLM check ever
@@ -115,7 +128,7 @@ func Unreachable(p contract.Policy, msg string) Violation {
 
 func violation(id string, p contract.Policy, st Step, step int, s State, msg string) Violation {
 	k := kindOf(id)
-	v := Violation{Rule: id, Severity: k.Severity, Step: step, File: st.File, Line: st.Line, Message: msg}
+	v := Violation{Rule: id, Severity: k.Severity, Step: step, File: st.File, Line: st.Line, Message: msg, Remediation: k.Remediation}
 	if k.PerPolicy {
 		v.Policy = p
 	}

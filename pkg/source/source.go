@@ -15,6 +15,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
@@ -49,6 +50,11 @@ type Context struct {
 	Example map[string]interface{}
 	// Bundle is the bundle the context came from (nil for --crd).
 	Bundle *bundle.Bundle
+	// Bridge is the statuscheck bridge sidecar the bundle's CSV declares
+	// (sidecar.Declared, annotation sidecar.AnnotationKey), nil when it
+	// declares none: a run against the bundle models it
+	// (simulate.ContextConfig).
+	Bridge *sidecar.Declaration
 	// From says where the status source came from ("bundle DIR",
 	// "--source REF").
 	From string
@@ -70,9 +76,20 @@ func FromBundle(dir string) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FromLoaded(b, nil, "bundle "+dir)
+}
+
+// FromLoaded is FromBundle for a bundle already loaded (validate's), read
+// from memory: no file is read again. src is the status source its CSV's
+// annotation declares, when the caller has parsed it already; nil parses
+// the annotation here. from says where the bundle came from, for
+// messages ("bundle DIR"). The context's Bridge is the bridge the CSV
+// declares (sidecar.Declared).
+func FromLoaded(b *bundle.Bundle, src *v1alpha1.StatusSource, from string) (*Context, error) {
 	if err := errors.Join(b.Errors...); err != nil {
 		return nil, err
 	}
+	dir := b.Path
 	csv := b.CSV()
 	switch {
 	case csv == nil && unreadable(b) != nil:
@@ -82,13 +99,15 @@ func FromBundle(dir string) (*Context, error) {
 	case len(b.CSVs) > 1:
 		return nil, fmt.Errorf("%s holds %d ClusterServiceVersions (%s and %s); which status source is meant?", dir, len(b.CSVs), b.CSVs[0].Doc.File, b.CSVs[1].Doc.File)
 	}
-	raw, ok := csv.Obj.Annotations[v1alpha1.AnnotationKey]
-	if !ok {
-		return nil, fmt.Errorf("%s: the CSV %s declares no status source (run statuscheck generate)", csv.Doc.File, csv.Obj.Name)
-	}
-	src, problems := contract.Parse(raw)
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("%s: the status-source annotation is invalid: %s (run statuscheck validate)", csv.Doc.File, problems[0])
+	if src == nil {
+		raw, ok := csv.Obj.Annotations[v1alpha1.AnnotationKey]
+		if !ok {
+			return nil, fmt.Errorf("%s: the CSV %s declares no status source (run statuscheck generate)", csv.Doc.File, csv.Obj.Name)
+		}
+		var problems []contract.Problem
+		if src, problems = contract.Parse(raw); len(problems) > 0 {
+			return nil, fmt.Errorf("%s: the status-source annotation is invalid: %s (run statuscheck validate)", csv.Doc.File, problems[0])
+		}
 	}
 	gv := src.GroupVersion()
 	c := b.FindCRD(gv.Group, src.Kind)
@@ -98,12 +117,15 @@ func FromBundle(dir string) (*Context, error) {
 		}
 		return nil, fmt.Errorf("%s: no CRD in the bundle defines %s in group %s", dir, src.Kind, gv.Group)
 	}
-	ctx, err := forCRD(src, c, "bundle "+dir)
+	ctx, err := forCRD(src, c, from)
 	if err != nil {
 		return nil, err
 	}
 	ctx.Example, _ = bundle.StatusSourceExample(csv.Obj, src)
 	ctx.Bundle = b
+	// A value that does not parse declares no bridge here; validate
+	// reports it (bridge-container-missing).
+	ctx.Bridge, _ = sidecar.Declared(csv.Obj)
 	return ctx, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
@@ -22,7 +23,7 @@ func checkMissing(ctx *Context) []Issue {
 	if ctx.CSV == nil || ctx.HasAnnotation {
 		return nil
 	}
-	msg := fmt.Sprintf("the ClusterServiceVersion %q declares no status source (annotation %s); OLM will gate upgrades on its OperatorCondition only", ctx.CSV.Obj.Name, v1alpha1.AnnotationKey)
+	msg := fmt.Sprintf("the ClusterServiceVersion %q declares no status source (annotation %s); OLM v0 gates its upgrades on the OperatorCondition, which the operator writes itself", ctx.CSV.Obj.Name, v1alpha1.AnnotationKey)
 	if init, ok := ctx.CSV.Obj.Annotations[v1alpha1.InitializationResourceKey]; ok {
 		if obj, err := contract.ParseObjectRef(init); err == nil && obj.Kind != "" && bundle.Owns(ctx.CSV.Obj, obj.Group, obj.Kind) {
 			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (statuscheck generate derives it)", obj.Kind, obj.Name)
@@ -283,18 +284,22 @@ func checkConditionsSchema(ctx *Context) []Issue {
 
 func checkObservedGeneration(ctx *Context) []Issue {
 	r := ctx.probed()
-	if r == nil || r.statusRefused != nil || !r.conditionsKept || r.conditionOGKept {
+	if r == nil || r.statusRefused != nil || !r.conditionsKept {
 		return nil
 	}
 	where := ctx.schemaAt("status.conditions[0].observedGeneration")
+	if r.conditionOGKept {
+		return unverifiedObservedGeneration(ctx, r, where)
+	}
 	if r.statusOGKept {
 		// OLM's isOperatorUpgradeable compares the condition's own
 		// observedGeneration (metav1.Condition: absent reads as 0) with
 		// the generation (operatorconditions.go); status.observedGeneration
 		// is the contract's extension, which only the strict policy reads.
+		// An error: a gate that never opens stops every upgrade (issue 27,
+		// item 4).
 		is := atKey(ctx.CRD.Doc, where,
 			"%s keeps status.observedGeneration but not the condition's observedGeneration: version %s of CRD %s prunes it, and OLM's gate compares the condition's own observedGeneration (absent reads as 0), so it would never open on such a condition; only the strict policy reads status.observedGeneration", statusWriteText, ctx.Version.Name, ctx.CRD.Name())
-		is.Severity = sev(result.Warning)
 		return []Issue{is}
 	}
 	return []Issue{atKey(ctx.CRD.Doc, where,
@@ -429,14 +434,18 @@ func checkRBAC(ctx *Context) []Issue {
 	}
 	group, plural := ctx.CRD.Group(), ctx.CRD.Plural()
 	install := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec
+	// Under AllNamespaces OLM lifts permissions to ClusterRoles, which
+	// reach a cluster-scoped kind; status-rbac-install-mode judges the
+	// other modes.
+	cluster := !ctx.CRD.Namespaced() && !supportedModes(ctx.CSV.Obj)[operatorsv1alpha1.InstallModeTypeAllNamespaces]
 	for _, verb := range []string{"update", "patch"} {
-		if bundle.Grants(install, "", bundle.Request{Verb: verb, Group: group, Resource: plural, Subresource: "status", Name: ctx.Source.Name}, !ctx.CRD.Namespaced()) {
+		if bundle.Grants(install, "", bundle.Request{Verb: verb, Group: group, Resource: plural, Subresource: "status", Name: ctx.Source.Name}, cluster) {
 			return nil
 		}
 	}
 	scope := "permissions or clusterPermissions"
-	if !ctx.CRD.Namespaced() {
-		scope = "clusterPermissions (the kind is cluster-scoped, so namespaced permissions cannot grant it)"
+	if cluster {
+		scope = "clusterPermissions (the kind is cluster-scoped, so namespaced permissions cannot grant it: OLM lifts them to ClusterRoles only under AllNamespaces, which the CSV does not support)"
 	}
 	return []Issue{atKey(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", "clusterPermissions"),
 		"no rule in the install strategy's %s lets the operator's service account update or patch %s/status in group %s", scope, plural, group)}
@@ -521,12 +530,15 @@ func declaredBridge(ctx *Context) (d *sidecar.Declaration, dep, ctr int, issue *
 }
 
 func checkBridgeContainer(ctx *Context) []Issue {
-	d, _, _, issue := declaredBridge(ctx)
+	d, dep, ctr, issue := declaredBridge(ctx)
 	if issue != nil {
 		return []Issue{*issue}
 	}
 	if d != nil && !ctx.HasAnnotation {
 		return []Issue{at(ctx.CSV.Doc, bridgePath, "the bridge is declared but the CSV has no %s annotation for it to read, so it cannot start", v1alpha1.AnnotationKey)}
+	}
+	if d != nil {
+		return bridgeCommand(ctx, dep, ctr)
 	}
 	return nil
 }

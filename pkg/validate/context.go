@@ -7,6 +7,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
+	"github.com/statuscheck/statuscheck/pkg/explore"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
@@ -42,7 +43,17 @@ type Context struct {
 	// Version is the CRD's version named by the source, or nil.
 	Version *crd.Version
 
-	probe *probeResults // memo of probes()
+	probe    *probeResults // memo of probes()
+	probeKey string        // its key in Options.Probes, when it has one
+
+	// staticErrors are the rules with error findings among those before
+	// the verdict's (run records them as it goes; Protection reads them).
+	staticErrors []string
+	searched     bool            // search() ran
+	searchResult *explore.Result // its memo
+	// errs are what stopped a check from doing its job (the bundle's
+	// result lists them, and the exit code is 2).
+	errs []error
 }
 
 // NewContext resolves the status source of b.

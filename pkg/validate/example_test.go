@@ -33,6 +33,33 @@ func ExampleCheck() {
 	for _, f := range res.Findings {
 		fmt.Printf("%s %s (%s:%d)\n", f.Severity, f.Rule, f.File, f.Line)
 	}
+	for _, p := range res.Protection {
+		fmt.Printf("%s held: %t\n", p.Manager, p.Held)
+	}
 	// Output:
+	// error never-upgradeable (cool-operator.clusterserviceversion.yaml:11)
+	// error upgrade-not-held-olm-v0 (cool-operator.clusterserviceversion.yaml:11)
 	// error status-subresource-disabled (cool.operators.corp_cooloperators.yaml:14)
+	// olm-v0 held: false
+	// olm-v1 held: false
+	// none held: false
+}
+
+// Protection is the verdict on its own: the example the README's quick
+// start validates declares statuscheck bridge under a RequestAck handshake,
+// which holds its upgrade on OLM v0, and nothing can hold it on OLM v1 or
+// without OLM.
+func ExampleProtection() {
+	b, err := bundle.Load(filepath.Join("..", "..", "testdata", "bundles", "protected"), bundle.Options{})
+	if err != nil {
+		panic(err)
+	}
+	ctx := validate.NewContext(b, validate.Options{})
+	for _, p := range validate.Protection(ctx) {
+		fmt.Printf("%s: held %t by %q\n", p.Manager, p.Held, p.By)
+	}
+	// Output:
+	// olm-v0: held true by "bridge"
+	// olm-v1: held false by ""
+	// none: held false by ""
 }

@@ -16,6 +16,9 @@ const (
 	statusRule = "        - apiGroups:\n          - cool.operators.corp\n          resources:\n          - cooloperators/status\n          verbs:\n          - get\n          - update\n          - patch\n"
 
 	goodAnnotation = `    operatorframework.io/status-source: '{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator"}'`
+
+	// initResource is the good CSV's initialization resource.
+	initResource = `    operatorframework.io/initialization-resource: '{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`
 )
 
 var (
@@ -28,9 +31,13 @@ var (
 			"                env:\n                - name: STATUSCHECK_STATUS_SOURCE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['operatorframework.io/status-source']\n"}
 	olderBridgeContainer = edit{csvFile, "                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n",
 		"                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n              - name: statuscheck-bridge\n                image: quay.io/statuscheck/statuscheck:v0.1.0\n                args: [bridge]\n"}
-	csvGetRule        = "        - apiGroups:\n          - operators.coreos.com\n          resources:\n          - clusterserviceversions\n          verbs:\n          - get\n"
-	csvListWatchRule  = "        - apiGroups:\n          - operators.coreos.com\n          resources:\n          - clusterserviceversions\n          verbs:\n          - list\n          - watch\n"
-	requestAckSpec    = `{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`
+	csvGetRule       = "        - apiGroups:\n          - operators.coreos.com\n          resources:\n          - clusterserviceversions\n          verbs:\n          - get\n"
+	csvListWatchRule = "        - apiGroups:\n          - operators.coreos.com\n          resources:\n          - clusterserviceversions\n          verbs:\n          - list\n          - watch\n"
+	requestAckSpec   = `{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`
+	// protectedEdits make the good bundle's upgrade held on OLM v0 with no
+	// violation the protocol search finds: the bridge, under RequestAck
+	// with a spec request, and the RBAC it needs for that.
+	protectedEdits    = []edit{bridgeDeclared, annotation(requestAckSpec), bridgeContainer, {csvFile, statusRule, statusRule + csvListWatchRule}}
 	operatorCondition = `{` + cool + `,"handshake":{"mode":"OperatorCondition"}}`
 )
 
@@ -151,8 +158,27 @@ var fixtures = []fixture{
 
 	{rule: "status-source-example-invalid", comment: "the console's example sets a storage layer the CRD does not allow",
 		edits: []edit{{csvFile, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "Oracle"}}'`}}},
-	{rule: "status-source-example-invalid", pass: true, comment: "the example only in alm-examples, without an initialization resource",
-		edits: []edit{{csvFile, `    operatorframework.io/initialization-resource: '{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'` + "\n", ""}}},
+	{rule: "status-source-example-invalid", pass: true, comment: "the example only in alm-examples, without an initialization resource (whenAbsent Block: nothing else shows the CR exists)",
+		edits: []edit{{csvFile, initResource + "\n", ""}, annotation(`{` + cool + `,"whenAbsent":"Block"}`)}},
+
+	{rule: "alm-examples-invalid", comment: "alm-examples missing its closing bracket (a warning: the status source's example comes from the initialization resource)",
+		edits: []edit{{csvFile, `"spec": {"storageLayer": "PostgreSQL"}}]`, `"spec": {"storageLayer": "PostgreSQL"}}`}}},
+	{rule: "alm-examples-invalid", pass: true, comment: "alm-examples as indented JSON over several lines",
+		edits: []edit{{csvFile, `      [{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}]`,
+			"      [\n        {\n          \"apiVersion\": \"cool.operators.corp/v1beta1\",\n          \"kind\": \"CoolOperator\",\n          \"metadata\": {\"name\": \"cool-operator\"},\n          \"spec\": {\"storageLayer\": \"PostgreSQL\"}\n        }\n      ]"}}},
+
+	{rule: "status-source-may-not-exist", comment: "no initialization resource: the name is only alm-examples' sample, and whenAbsent is Allow",
+		edits: []edit{{csvFile, initResource + "\n", ""}}},
+	{rule: "status-source-may-not-exist", pass: true, comment: "no initialization resource, but the operator creates the CR: it may create the kind and is given the name",
+		edits: []edit{{csvFile, initResource + "\n", ""},
+			{csvFile, "          - list\n          - watch\n          - update\n", "          - list\n          - watch\n          - create\n          - update\n"},
+			{csvFile, "                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n", "                image: quay.io/cool-operators-corp/cool-operator:v0.2.0\n                args: [--singleton-name=cool-operator]\n"}}},
+
+	{rule: "status-rbac-install-mode", comment: "a cluster-scoped kind whose /status rule is in permissions, with AllNamespaces supported beside OwnNamespace and SingleNamespace",
+		edits: []edit{{crdFile, "  scope: Namespaced", "  scope: Cluster"}, {csvFile, "  - type: AllNamespaces\n    supported: false\n", "  - type: AllNamespaces\n    supported: true\n"}}},
+	{rule: "status-rbac-install-mode", pass: true, comment: "the same with AllNamespaces the only install mode: OLM lifts the Roles to ClusterRoles",
+		edits: []edit{{crdFile, "  scope: Namespaced", "  scope: Cluster"}, {csvFile, "  - type: OwnNamespace\n    supported: true\n  - type: SingleNamespace\n    supported: true\n  - type: MultiNamespace\n    supported: false\n  - type: AllNamespaces\n    supported: false\n",
+			"  - type: OwnNamespace\n    supported: false\n  - type: SingleNamespace\n    supported: false\n  - type: MultiNamespace\n    supported: false\n  - type: AllNamespaces\n    supported: true\n"}}},
 
 	{rule: "status-rbac-missing", comment: "no permission on cooloperators/status",
 		edits: []edit{{csvFile, statusRule, ""}}},
@@ -192,6 +218,34 @@ var fixtures = []fixture{
 		edits: []edit{bridgeDeclared, annotation(operatorCondition), bridgeContainer}},
 	{rule: "bridge-operatorcondition-handshake", pass: true, comment: "the bridge with the None handshake written out",
 		edits: []edit{bridgeDeclared, annotation(`{` + cool + `,"handshake":{"mode":"None"}}`), bridgeContainer}},
+
+	// The verdict: is the upgrade held on OLM v0, and does the protocol
+	// search on the bundle's own configuration find a violation? Its
+	// fixtures are judged on the verdict's findings only (TestRuleFixtures).
+	{rule: "upgrade-not-held-olm-v0", comment: "RequestAck with a spec request, which holds the upgrade on a lifecycle manager that reads the status source, and nothing that writes the OperatorCondition for OLM v0",
+		edits: []edit{annotation(requestAckSpec)}},
+	{rule: "upgrade-not-held-olm-v0", pass: true, comment: "what protects the upgrade: the bridge, under a RequestAck handshake with a spec request (no race between OLM's check and the replacement)",
+		edits: protectedEdits},
+
+	{rule: "upgrade-while-blocked", comment: "the bridge under handshake None: OLM's check allows, the user changes the spec, OLM replaces the operator",
+		edits: []edit{bridgeDeclared, bridgeContainer}},
+	{rule: "upgrade-while-blocked", pass: true, comment: "the bridge under RequestAck with a spec request",
+		edits: protectedEdits},
+
+	{rule: "unsafe-approval", comment: "the bridge under handshake None: OLM's copy allows while the CR's True is outdated",
+		edits: []edit{bridgeDeclared, bridgeContainer}},
+	{rule: "unsafe-approval", pass: true, comment: "the bridge under RequestAck with a spec request",
+		edits: protectedEdits},
+
+	{rule: "unacknowledged-upgrade", comment: "the bridge under RequestAck with an annotation request and no ack path: nothing shows the operator answered",
+		edits: []edit{bridgeDeclared, annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"annotation":"cool.operators.corp/upgrade-request"}}}`), bridgeContainer, {csvFile, statusRule, statusRule + csvListWatchRule}}},
+	{rule: "unacknowledged-upgrade", pass: true, comment: "the bridge under RequestAck with a spec request",
+		edits: protectedEdits},
+
+	{rule: "never-upgradeable", comment: "the bridge under handshake None, on a CRD without the status subresource: every status write moves generation, so the bridge never sees a fresh True and the gate never opens (under RequestAck the answer to a spec request counts, so the gate opens)",
+		edits: []edit{{crdFile, "    subresources:\n      status: {}\n", ""}, bridgeDeclared, bridgeContainer}},
+	{rule: "never-upgradeable", pass: true, comment: "the same with the status subresource",
+		edits: protectedEdits},
 
 	{rule: "manifest-limit", comment: "a YAML alias bomb",
 		add: map[string]string{"manifests/bomb.configmap.yaml": aliasBomb}},

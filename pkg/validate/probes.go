@@ -16,6 +16,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
+	"github.com/statuscheck/statuscheck/pkg/explore"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -51,6 +52,17 @@ type probeResults struct {
 	// observedGeneration, and status.observedGeneration, survive the
 	// status write.
 	conditionOGKept, statusOGKept bool
+	// anyConditionOG: a condition's observedGeneration that is an object
+	// was accepted and kept: the schema does not describe it, it
+	// survives only because unknown fields are kept (the CRD's
+	// spec.preserveUnknownFields, which a v1beta1 CRD defaults to true, or
+	// x-kubernetes-preserve-unknown-fields on the conditions).
+	anyConditionOG bool
+	// ogKeptOnlyByCRD: with spec.preserveUnknownFields false (as every
+	// apiextensions.k8s.io/v1 CRD created today has it), the apiserver
+	// prunes the condition's observedGeneration: only the CRD-wide
+	// preservation keeps it.
+	ogKeptOnlyByCRD bool
 	// duplicatesAccepted: two conditions of one type were accepted.
 	duplicatesAccepted bool
 	// ackKept: the echoed token at ack.statusPath came back.
@@ -85,6 +97,26 @@ type exampleRefusal struct {
 type ProbeCache struct {
 	mu      sync.Mutex
 	results map[string]*probeResults
+	// searches are the protocol searches' results, by the probes' key
+	// and what writes the OperatorCondition (the search reads nothing
+	// else of the bundle).
+	searches map[string]*explore.Result
+}
+
+func (c *ProbeCache) getSearch(key string) (*explore.Result, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.searches[key]
+	return r, ok
+}
+
+func (c *ProbeCache) putSearch(key string, r *explore.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.searches == nil || len(c.searches) >= maxProbeCache {
+		c.searches = map[string]*explore.Result{}
+	}
+	c.searches[key] = r
 }
 
 const maxProbeCache = 256
@@ -122,6 +154,7 @@ func (ctx *Context) probes() *probeResults {
 	}
 	exJSON, _ := json.Marshal(all)
 	key := fmt.Sprintf("%x", sha256.Sum256([]byte(string(crdJSON)+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
+	ctx.probeKey = key
 	r, ok := cache.get(key)
 	if !ok {
 		r = runProbes(ctx, all)
@@ -254,6 +287,21 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 		st, _ := out["status"].(map[string]interface{})
 		_, r.anyConditions = st["conditions"].(string)
 	}
+	// What the schema lets through at the condition's observedGeneration:
+	// an object (neither an integer nor int-or-string) that comes back is
+	// kept only as an unknown field.
+	loose := status(contract.StatusTrue)
+	loose["conditions"].([]interface{})[0].(map[string]interface{})["observedGeneration"] = map[string]interface{}{"statuscheckProbe": "not an integer"}
+	if out, rf := res.UpdateStatus(base, loose); rf == nil {
+		st, _ := out["status"].(map[string]interface{})
+		conds, _ := st["conditions"].([]interface{})
+		if c := findCondition(conds, src.ConditionTypes()[0]); c != nil {
+			_, r.anyConditionOG = c["observedGeneration"].(map[string]interface{})
+		}
+	}
+	if r.anyConditionOG && r.conditionOGKept && ctx.CRD.V1.Spec.PreserveUnknownFields {
+		r.ogKeptOnlyByCRD = !keptWhenPruning(ctx, base, status(contract.StatusTrue))
+	}
 	dup := status(contract.StatusTrue)
 	dup["conditions"] = append(dup["conditions"].([]interface{}), jsonobj.MergePatch(dup["conditions"].([]interface{})[0].(map[string]interface{}), map[string]interface{}{"status": contract.StatusFalse}))
 	if out, rf := res.UpdateStatus(base, dup); rf == nil {
@@ -274,6 +322,35 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 		}
 	}
 	return r
+}
+
+// keptWhenPruning writes the status probe to the status source's version
+// of the CRD with spec.preserveUnknownFields false, and says whether the
+// first gated condition's observedGeneration comes back. It is true when
+// that cannot be served (nothing then shows it would be pruned).
+func keptWhenPruning(ctx *Context, base, status map[string]interface{}) bool {
+	pruning := ctx.CRD.V1.DeepCopy()
+	pruning.Spec.PreserveUnknownFields = false
+	res, err := apiserver.NewResource(pruning, ctx.Version.Name)
+	if err != nil {
+		return true
+	}
+	stored, err := res.Stored(base)
+	if err != nil {
+		return true
+	}
+	out, rf := res.UpdateStatus(stored, status)
+	if rf != nil {
+		return true
+	}
+	st, _ := out["status"].(map[string]interface{})
+	conds, _ := st["conditions"].([]interface{})
+	c := findCondition(conds, ctx.Source.ConditionTypes()[0])
+	if c == nil {
+		return true // the conditions themselves go: conditions-schema-missing's business
+	}
+	_, kept := c["observedGeneration"]
+	return kept
 }
 
 // tokenTypeError is the schema's refusal of a token type at a handshake

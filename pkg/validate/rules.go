@@ -20,13 +20,20 @@ type Rule struct {
 	Remediation string
 	// Check finds the rule's issues.
 	Check func(*Context) []Issue
+	// Verdict marks the rules that judge whether the upgrade is held
+	// (upgrade-not-held-olm-v0 and the bounded protocol search's
+	// violations, protocolRules): the bundle's configuration as a whole on
+	// a lifecycle manager, not one field of a manifest.
+	Verdict bool
 }
 
 // Rules is the registry, in the order the first draft of the contract (SPEC.md section 6) listed the rules,
-// followed by the bundle-format rules. It is built here, explicitly; there
-// is no other place rules come from.
+// then the verdict (upgrade-not-held-olm-v0 and the protocol search's
+// violations, whose data is simulate's), followed by the bundle-format
+// rules. It is built here, explicitly; there is no other place rules come
+// from.
 func Rules() []Rule {
-	return []Rule{
+	rules := []Rule{
 		{
 			ID:          bundle.CodeParse,
 			Severity:    result.Error,
@@ -37,8 +44,8 @@ func Rules() []Rule {
 		{
 			ID:          "status-source-missing",
 			Severity:    result.Info,
-			Summary:     "The CSV declares no status source, so OLM gates upgrades only on the OperatorCondition (an error under --require-status-source).",
-			Remediation: "Run `statuscheck generate -w BUNDLE` to write the operatorframework.io/status-source annotation.",
+			Summary:     "The CSV declares no status source: the operator's upgrade readiness lives only in whatever it writes to its OperatorCondition (an error under --require-status-source).",
+			Remediation: "Run `statuscheck generate -w --bridge IMAGE BUNDLE` to write the operatorframework.io/status-source annotation and the bridge that carries the CR's condition to OLM v0, which does not read the annotation itself.",
 			Check:       checkMissing,
 		},
 		{
@@ -107,7 +114,7 @@ func Rules() []Rule {
 		{
 			ID:          "conditions-observedgeneration-missing",
 			Severity:    result.Error,
-			Summary:     "A status write comes back with neither the condition's observedGeneration nor status.observedGeneration (the apiserver prunes both), so an outdated condition cannot be told from a fresh one; a warning when only status.observedGeneration is kept, since OLM's gate compares the condition's own observedGeneration and would never open.",
+			Summary:     "A status write comes back with neither the condition's observedGeneration nor status.observedGeneration (the apiserver prunes both), so an outdated condition cannot be told from a fresh one; also when only status.observedGeneration is kept, since OLM's gate compares the condition's own observedGeneration and would never open, which stops every upgrade; a warning when the condition's observedGeneration is kept only because the CRD keeps every unknown field (spec.preserveUnknownFields, which a v1beta1 CRD defaults to true), which cannot be verified.",
 			Remediation: "Use metav1.Condition, which has observedGeneration, and set it on every status write (status.observedGeneration alone satisfies only the strict policy).",
 			Check:       checkObservedGeneration,
 		},
@@ -147,6 +154,27 @@ func Rules() []Rule {
 			Check:       checkExampleInvalid,
 		},
 		{
+			ID:          "alm-examples-invalid",
+			Severity:    result.Error,
+			Summary:     "The CSV's alm-examples is not a JSON list of objects, as OLM's console and operator-sdk's validator parse it, so the console offers no example to create; an error when the status source's example would come from it (no initialization resource of its kind), a warning otherwise.",
+			Remediation: "Make alm-examples one JSON array of CRs, [{\"apiVersion\": ..., \"kind\": ..., \"metadata\": {\"name\": ...}, \"spec\": {...}}]; the message names the line and column of the value where the JSON breaks.",
+			Check:       checkALMExamples,
+		},
+		{
+			ID:          "status-source-may-not-exist",
+			Severity:    result.Warning,
+			Summary:     "With whenAbsent Allow, the status source names a CR that nothing in the bundle shows is ever created (no initialization resource; no deployment of the operator that may create the kind and is given the name), such as an alm-examples sample: if that CR never exists, the gate never blocks.",
+			Remediation: "Name the CR the operator or the console really creates: declare it as operatorframework.io/initialization-resource, or have the operator create it and set whenAbsent: Block (`statuscheck generate -w --when-absent Block`), which holds upgrades until it exists.",
+			Check:       checkMayNotExist,
+		},
+		{
+			ID:          "status-rbac-install-mode",
+			Severity:    result.Error,
+			Summary:     "The operator's permission to write the status source's <plural>/status is only in the install strategy's permissions, which OLM v0 makes Roles in the install and target namespaces and ClusterRoles only under AllNamespaces (operator-lifecycle-manager operatorgroup.go: ensureTenantRBAC, ensureRBACInTargetNamespace; docs/contract.md section 3), and an install mode the CSV supports leaves the status source out of reach: a cluster-scoped kind under OwnNamespace, SingleNamespace or MultiNamespace (an error), or a pinned namespace that only OwnNamespace can target (a warning).",
+			Remediation: "Move the rule granting <plural>/status to clusterPermissions, or support only the install modes under which it reaches the CR (for a cluster-scoped kind, AllNamespaces); for a pinned namespace, leave the namespace out of the annotation.",
+			Check:       checkInstallModeRBAC,
+		},
+		{
 			ID:          "status-rbac-missing",
 			Severity:    result.Error,
 			Summary:     "No permission in the CSV's install strategy lets the operator update or patch <plural>/status of the status source's group.",
@@ -170,7 +198,7 @@ func Rules() []Rule {
 		{
 			ID:          "bridge-container-missing",
 			Severity:    result.Error,
-			Summary:     "The CSV declares the bridge (annotation statuscheck.operatorframework.io/bridge: DEPLOYMENT/CONTAINER) but the install strategy has no such deployment or container, the value does not parse, or there is no status-source annotation for the bridge to read.",
+			Summary:     "The CSV declares the bridge (annotation statuscheck.operatorframework.io/bridge: DEPLOYMENT/CONTAINER) but the install strategy has no such deployment or container, the container does not run `statuscheck bridge` (its command and args, with the image's entrypoint /usr/local/bin/statuscheck, do not make bridge the subcommand), the value does not parse, or there is no status-source annotation for the bridge to read.",
 			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the container, its RBAC and the declaration together; or fix the declaration to name the container that runs `statuscheck bridge`.",
 			Check:       checkBridgeContainer,
 		},
@@ -195,6 +223,17 @@ func Rules() []Rule {
 			Remediation: "Use handshake None or RequestAck with the bridge (the operator then writes only its CR), or drop the bridge (its container and the statuscheck.operatorframework.io/bridge annotation) and keep the OperatorCondition handshake.",
 			Check:       checkBridgeOneWriter,
 		},
+		{
+			ID:          "upgrade-not-held-olm-v0",
+			Severity:    result.Error,
+			Summary:     "The CSV declares a status source, but on OLM v0, which gates a CSV's replacement on its OperatorCondition only and does not read the annotation, nothing writes the OperatorCondition from the CR: no bridge is declared and the handshake is not OperatorCondition, so OLM replaces the operator whatever the CR says.",
+			Remediation: "Declare what carries the CR's condition to OLM: `statuscheck generate -w --bridge IMAGE BUNDLE` adds statuscheck bridge as a sidecar, or the operator writes its OperatorCondition itself (operator-lib's conditions) and `statuscheck generate -w --handshake OperatorCondition BUNDLE` declares it.",
+			Check:       checkNotHeldOLMv0,
+			Verdict:     true,
+		},
+	}
+	rules = append(rules, protocolRules()...)
+	return append(rules, []Rule{
 		{
 			ID:       bundle.CodeLimit,
 			Severity: result.Error,
@@ -259,7 +298,7 @@ func Rules() []Rule {
 			Remediation: "Replace the symlink with the file itself.",
 			Check:       problems(bundle.CodeSymlink),
 		},
-	}
+	}...)
 }
 
 // problems returns a check that reports the loader's problems of one code.

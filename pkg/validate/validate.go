@@ -11,6 +11,7 @@ package validate
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -39,6 +40,9 @@ func run(rules []Rule, b *bundle.Bundle, opts Options) result.Bundle {
 			if is.Severity != nil {
 				s = *is.Severity
 			}
+			if s == result.Error && !r.Verdict && !slices.Contains(ctx.staticErrors, r.ID) {
+				ctx.staticErrors = append(ctx.staticErrors, r.ID)
+			}
 			res.Findings = append(res.Findings, result.Finding{
 				Rule:        r.ID,
 				Severity:    s,
@@ -54,6 +58,10 @@ func run(rules []Rule, b *bundle.Bundle, opts Options) result.Bundle {
 	for _, err := range b.Errors {
 		res.Errors = append(res.Errors, err.Error())
 	}
+	for _, err := range ctx.errs {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	res.Protection = Protection(ctx)
 	res.Sort()
 	return res
 }
@@ -72,6 +80,7 @@ func Paths(paths []string, opts Options, load bundle.Options, progress Progress)
 		opts.Probes = &ProbeCache{}
 	}
 	groups := make([][]result.Bundle, len(paths))
+	failed := make([][]error, len(paths))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, p := range paths {
@@ -81,20 +90,29 @@ func Paths(paths []string, opts Options, load bundle.Options, progress Progress)
 		}
 		roots := bundle.Roots(p, load)
 		groups[i] = make([]result.Bundle, len(roots))
+		failed[i] = make([]error, len(roots))
 		for j, root := range roots {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				groups[i][j] = Path(root, opts, load)
+				groups[i][j], failed[i][j] = pathResult(root, opts, load)
 			}()
 		}
 	}
 	wg.Wait()
+	// Every bundle that could be checked is in the report; a path that
+	// could not be read at all is an error of the run, not a bundle.
 	rep := &result.Report{Bundles: []result.Bundle{}}
-	for _, g := range groups {
-		rep.Bundles = append(rep.Bundles, g...)
+	for i, g := range groups {
+		for j, b := range g {
+			if j < len(failed[i]) && failed[i][j] != nil {
+				rep.Errors = append(rep.Errors, result.PathError{Path: b.Path, Error: failed[i][j].Error()})
+				continue
+			}
+			rep.Bundles = append(rep.Bundles, b)
+		}
 	}
 	return rep
 }
@@ -128,11 +146,19 @@ func Catalog(path string, opts Options, progress Progress) []result.Bundle {
 	return out
 }
 
-// Path loads and validates one bundle directory.
+// Path loads and validates one bundle: a directory, or a CSV file with
+// the manifests beside it (bundle.Load).
 func Path(path string, opts Options, load bundle.Options) result.Bundle {
+	res, _ := pathResult(path, opts, load)
+	return res
+}
+
+// pathResult is Path, and the error when the path could not be read as a
+// bundle at all.
+func pathResult(path string, opts Options, load bundle.Options) (result.Bundle, error) {
 	b, err := bundle.Load(path, load)
 	if err != nil {
-		return result.Bundle{Path: path, Findings: []result.Finding{}, Errors: []string{err.Error()}}
+		return result.Bundle{Path: path, Findings: []result.Finding{}, Errors: []string{err.Error()}}, err
 	}
-	return Check(b, opts)
+	return Check(b, opts), nil
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -130,6 +131,14 @@ var alsoFires = map[string][]string{
 	"bundle-multiple-csvs": nil,
 	// The escaped CRD is not read, so the status source has no CRD.
 	"bundle-symlink-escape": {"status-source-crd-missing"},
+	// Under handshake None the search finds both: OLM's copy allows on an
+	// outdated True, and the spec changes between the check and the
+	// replacement.
+	"upgrade-while-blocked": {"unsafe-approval"},
+	"unsafe-approval":       {"upgrade-while-blocked"},
+	// An annotation request without an echo is a request freshness alone
+	// answers: the None handshake's race comes with it.
+	"unacknowledged-upgrade": {"unsafe-approval", "upgrade-while-blocked"},
 }
 
 func TestRuleFixtures(t *testing.T) {
@@ -150,9 +159,10 @@ func TestRuleFixtures(t *testing.T) {
 			assert.True(t, have[1], "rule %s has no passing fixture", r.ID)
 		})
 	}
-	ids := map[string]bool{}
+	ids, verdict := map[string]bool{}, map[string]bool{}
 	for _, r := range Rules() {
 		ids[r.ID] = true
+		verdict[r.ID] = r.Verdict
 	}
 	for _, f := range fixtures {
 		name := f.rule + "/fail"
@@ -172,6 +182,12 @@ func TestRuleFixtures(t *testing.T) {
 
 			res := Path(dir, Options{}, bundle.Options{})
 			require.Empty(t, res.Errors)
+			// A verdict rule's fixtures are judged on the verdict's
+			// findings, every other rule's on the rest: the good bundle
+			// passes every rule on a manifest's fields, while the verdict
+			// (upgrade-not-held-olm-v0, the protocol search) judges what
+			// the fixture declares as a whole.
+			res.Findings = slices.DeleteFunc(res.Findings, func(fd result.Finding) bool { return verdict[fd.Rule] != verdict[f.rule] })
 			fired := rulesFired(res)
 			if f.pass {
 				assert.Empty(t, res.Findings, "pass fixture %s (%s) should be clean", dir, f.comment)
@@ -189,12 +205,81 @@ func TestRuleFixtures(t *testing.T) {
 	}
 }
 
+// TestGoodBundleIsClean: the good bundle passes every rule on its
+// manifests' fields; the verdict says what it does not have, something that
+// holds its upgrade on OLM v0 (issue 27, item 1), and the protocol search
+// finds OLM's race under handshake None.
 func TestGoodBundleIsClean(t *testing.T) {
 	for _, p := range []string{filepath.Join(testdata, "good"), filepath.Join(testdata, "good", "manifests")} {
 		res := Path(p, Options{RequireStatusSource: true}, bundle.Options{})
 		assert.Empty(t, res.Errors, p)
-		assert.Empty(t, res.Findings, p)
+		var verdict []string
+		for _, f := range res.Findings {
+			if VerdictRule(f.Rule) {
+				verdict = append(verdict, f.Rule)
+				continue
+			}
+			t.Errorf("%s: finding %s: %s", p, f.Rule, f.Message)
+		}
+		assert.Contains(t, verdict, "upgrade-not-held-olm-v0", p)
+		assert.Contains(t, verdict, "upgrade-while-blocked", p)
 		assert.Equal(t, "cool-operator.v0.2.0", res.Name)
+		require.Len(t, res.Protection, 3)
+		for _, pr := range res.Protection {
+			assert.False(t, pr.Held, "%s: %+v", p, pr)
+			assert.NotEmpty(t, pr.Remedy, "%s: %+v", p, pr)
+		}
+	}
+}
+
+// TestItem1TheVerdictSaysWhatHoldsTheUpgrade is issue 27, item 1: a status
+// source with handshake None and no bridge was 0 findings, exit 0, while
+// OLM v0 reads only the (empty) OperatorCondition. Now it is
+// upgrade-not-held-olm-v0 with the two fixes as commands; the bridge under
+// RequestAck holds it on OLM v0 and nothing holds it on OLM v1 or without
+// OLM.
+func TestItem1TheVerdictSaysWhatHoldsTheUpgrade(t *testing.T) {
+	tests := []struct {
+		name   string
+		edits  []edit
+		heldV0 bool
+		by     string
+		rule   bool
+	}{
+		{name: "handshake None, no bridge", rule: true},
+		{name: "RequestAck, no bridge", edits: []edit{annotation(requestAckSpec)}, rule: true},
+		{name: "the bridge under RequestAck", edits: protectedEdits, heldV0: true, by: result.HeldByBridge},
+		{name: "the bridge under None: the race", edits: []edit{bridgeDeclared, bridgeContainer}, by: result.HeldByBridge},
+		{name: "the operator writes the OperatorCondition", edits: []edit{annotation(operatorCondition)}, by: result.HeldByOperatorCondition},
+		{name: "both: two writers", edits: []edit{bridgeDeclared, annotation(operatorCondition), bridgeContainer}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			materialize(t, fixture{edits: tt.edits}, dir)
+			res := Path(dir, Options{}, bundle.Options{})
+			require.Empty(t, res.Errors)
+			fired := false
+			for _, f := range res.Findings {
+				if f.Rule == "upgrade-not-held-olm-v0" {
+					fired = true
+					assert.Equal(t, result.Error, f.Severity)
+					assert.Contains(t, f.Message, "statuscheck generate -w --bridge IMAGE "+dir)
+					assert.Contains(t, f.Message, "statuscheck generate -w --handshake OperatorCondition "+dir)
+					assert.NotZero(t, f.Line)
+				}
+			}
+			assert.Equal(t, tt.rule, fired)
+			require.Len(t, res.Protection, 3)
+			byManager := map[string]result.Protection{}
+			for _, p := range res.Protection {
+				byManager[p.Manager] = p
+			}
+			assert.Equal(t, tt.heldV0, byManager[result.ManagerOLMv0].Held, "%+v", byManager[result.ManagerOLMv0])
+			assert.Equal(t, tt.by, byManager[result.ManagerOLMv0].By)
+			assert.False(t, byManager[result.ManagerOLMv1].Held)
+			assert.False(t, byManager[result.ManagerNone].Held)
+		})
 	}
 }
 
@@ -283,16 +368,17 @@ func TestFieldNamesThePosition(t *testing.T) {
 	assert.Greater(t, checked, 15)
 }
 
-// TestObservedGenerationOnlyInStatusIsAWarning is issue 18, item 2: a CRD
-// that keeps status.observedGeneration but prunes the condition's (as
-// Strimzi's do) is not silence: OLM's gate compares the condition's own
-// observedGeneration and would never open, so it is a warning.
-func TestObservedGenerationOnlyInStatusIsAWarning(t *testing.T) {
+// TestItem4ObservedGenerationOnlyInStatusIsAnError is issue 18, item 2,
+// and issue 27, item 4: a CRD that keeps status.observedGeneration but
+// prunes the condition's (as Strimzi's do) is not silence: OLM's gate
+// compares the condition's own observedGeneration and would never open,
+// which stops every upgrade, so it is an error (it was a warning).
+func TestItem4ObservedGenerationOnlyInStatusIsAnError(t *testing.T) {
 	findings := withEdits(t, edit{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""})
 	require.Len(t, findings, 1, "%+v", findings)
 	fd := findings[0]
 	assert.Equal(t, "conditions-observedgeneration-missing", fd.Rule)
-	assert.Equal(t, result.Warning, fd.Severity)
+	assert.Equal(t, result.Error, fd.Severity)
 	assert.Contains(t, fd.Message, "would never open")
 	assert.NotZero(t, fd.Line)
 }
@@ -340,4 +426,28 @@ func TestDefect4ValidateReportsTheBridgeBesideTheOperatorConditionHandshake(t *t
 
 	plain := filepath.Join(testdata, "handshake", "operatorcondition")
 	assert.NotContains(t, rulesFired(Path(plain, Options{}, bundle.Options{})), "bridge-operatorcondition-handshake", "no bridge, no second writer")
+}
+
+// TestProtectedExample keeps testdata/bundles/protected, the README's quick
+// start, equal to the good bundle with protectedEdits (the bridge under a
+// RequestAck handshake with a spec request; -update rewrites it), and holds
+// what the README says of it: no finding, and OLM v0 holds its upgrade
+// through the bridge while OLM v1 and no OLM do not.
+func TestProtectedExample(t *testing.T) {
+	dir := filepath.Join(testdata, "protected")
+	want := t.TempDir()
+	materialize(t, fixture{edits: protectedEdits}, want)
+	if *update {
+		require.NoError(t, os.RemoveAll(dir))
+		materialize(t, fixture{edits: protectedEdits}, dir)
+	}
+	require.Equal(t, tree(t, want), tree(t, dir), "%s is stale; run go test ./pkg/validate -run TestProtectedExample -update", dir)
+	res := Path(dir, Options{RequireStatusSource: true}, bundle.Options{})
+	require.Empty(t, res.Errors)
+	assert.Empty(t, res.Findings)
+	require.Len(t, res.Protection, 3)
+	assert.Equal(t, result.Protection{Manager: result.ManagerOLMv0, Held: true, By: result.HeldByBridge,
+		Reason: "statuscheck bridge writes the OperatorCondition from the CR; the protocol search on the bundle's configuration found no violation"}, res.Protection[0])
+	assert.False(t, res.Protection[1].Held)
+	assert.False(t, res.Protection[2].Held)
 }

@@ -359,7 +359,9 @@ func TestPoint5FailedReplacementIsGatedAgain(t *testing.T) {
 // operator's Upgradeable on the CR is outdated after a spec change, and
 // OLM, finding an empty OperatorCondition, replaces the operator anyway.
 // The recording shows it: OLM allowed (its expect) where the contract's
-// gate blocks, and the upgrade happened while it blocked.
+// gate blocks, on an OperatorCondition nobody wrote, which the replay
+// diagnoses (status-source-not-read, not a check-expectation), and the
+// upgrade happened while it blocked.
 func TestOutdatedConditionIsNotRead(t *testing.T) {
 	w := newWorld(t, "none")
 	w.running(false)
@@ -372,12 +374,13 @@ func TestOutdatedConditionIsNotRead(t *testing.T) {
 	got := olmSteps(steps(t, rec.Trace))
 	assert.Equal(t, []string{"check Allow", "upgrade"}, got, recording)
 	s := w.simulate(rec.Trace)
-	assert.True(t, s.has(simulate.RuleCheckExpectation), "OLM allowed where the contract blocks: %v", s.violations())
+	assert.True(t, s.has(simulate.RuleStatusSourceNotRead), "OLM allowed where the contract blocks: %v", s.violations())
+	agreesWithOLM(t, s, recording)
 	assert.True(t, s.has(simulate.RuleUpgradeWhileBlocked), "%v", s.violations())
-	for _, v := range s.summary.Violations {
-		if v.Rule == simulate.RuleCheckExpectation {
-			assert.Contains(t, v.Message, "outdated")
-		}
+	for _, v := range s.of(simulate.RuleStatusSourceNotRead) {
+		assert.Contains(t, v.Message, "outdated")
+		assert.Contains(t, v.Message, "nobody wrote it")
+		assert.Contains(t, v.Remediation, "generate -w --bridge IMAGE")
 	}
 }
 

@@ -174,6 +174,47 @@ func Container(o Options) corev1.Container {
 	return c
 }
 
+// Entrypoint is the statuscheck image's ENTRYPOINT (build/Containerfile):
+// a container that sets no command runs it with its args.
+const Entrypoint = "/usr/local/bin/statuscheck"
+
+// Subcommand is the statuscheck subcommand the bridge's container runs.
+const Subcommand = "bridge"
+
+// RunsBridge says why a container would not run `statuscheck bridge`, nil
+// when it does. As the kubelet starts it: command, when set, replaces the
+// image's entrypoint (Entrypoint) and args follow it; without a command
+// the entrypoint runs with args (the image has no CMD, so no args is
+// statuscheck's help). The program must be statuscheck (Entrypoint, or
+// statuscheck found on the PATH) and its first argument the subcommand
+// bridge; a shell or another program is not judged by what it might run.
+// field is "command" or "args", whichever decides; "" when neither is set.
+func RunsBridge(c corev1.Container) (field string, err error) {
+	argv := append([]string{Entrypoint}, c.Args...)
+	if len(c.Command) > 0 {
+		argv = append(append([]string{}, c.Command...), c.Args...)
+	}
+	// The field that holds the word that decides.
+	switch {
+	case len(c.Command) >= 2:
+		field = "command"
+	case len(c.Args) >= 1:
+		field = "args"
+	case len(c.Command) == 1:
+		field = "command"
+	}
+	if len(c.Command) > 0 && c.Command[0] != Entrypoint && c.Command[0] != "statuscheck" {
+		return "command", fmt.Errorf("its command %q replaces the image's entrypoint %s, so it runs %s, not `statuscheck %s`", c.Command, Entrypoint, c.Command[0], Subcommand)
+	}
+	if len(argv) < 2 {
+		return field, fmt.Errorf("it gives no arguments, so it runs %s with no subcommand (statuscheck's help, and it exits), not `statuscheck %s`", argv[0], Subcommand)
+	}
+	if argv[1] != Subcommand {
+		return field, fmt.Errorf("it runs `%s`, whose subcommand is %q, not %q", strings.Join(argv, " "), argv[1], Subcommand)
+	}
+	return "", nil
+}
+
 // StatusSourceEnv is the container's EnvStatusSource: the pod's copy of
 // the CSV's status-source annotation, through the downward API.
 func StatusSourceEnv() corev1.EnvVar {

@@ -1,0 +1,67 @@
+// Package gcfloor keeps the garbage collector off while a short-lived
+// statuscheck process is small. Only the commands (cmd/statuscheck,
+// cmd/statuscheck-sdk-validator) import it, for its initialisation, which
+// turns the collector off under a memory limit of Floor
+// (runtime/debug.SetGCPercent(-1) and SetMemoryLimit), so that neither the
+// rest of the binary's package initialisation (some 7 MiB allocated, most
+// of it garbage by main, which under the default GOGC=100 and its 4 MiB
+// first goal costs two or three collections) nor the validation of a
+// bundle or two pays for collections in a process about to exit. The
+// first collection, when the process reaches Floor, puts back the
+// settings the process started with (GOGC, default 100, and GOMEMLIMIT):
+// from there on the collector paces as it always does. Release does that
+// at once, for the commands that run long or grow large. A process
+// started with GOGC or GOMEMLIMIT set is left alone.
+//
+// Packages initialise in import-path order as far as their imports allow,
+// so this one runs about halfway through the binary's initialisation (when
+// runtime/debug's turn comes), still before the first collection.
+package gcfloor
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+)
+
+// Floor is the memory limit the collector is off under: the Go runtime's
+// own memory (heap, stacks, its structures), not the binary's mapped code.
+const Floor = 64 << 20
+
+var (
+	mu      sync.Mutex
+	armed   bool
+	percent int   // the GC percent the process started with
+	limit   int64 // and its memory limit
+)
+
+func init() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	armed = true
+	percent = debug.SetGCPercent(-1)
+	limit = debug.SetMemoryLimit(Floor)
+	// The first collection finds the sentinel unreachable and queues its
+	// finalizer, which puts the settings back. (Sized and typed so that
+	// it is not in a tiny-allocator block, whose finalizers may not run.)
+	sentinel := &struct {
+		_ [16]byte
+		_ *int
+	}{}
+	runtime.SetFinalizer(sentinel, func(interface{}) { Release() })
+}
+
+// Release puts back the collector's settings the process started with;
+// after the first call, it does nothing.
+func Release() {
+	mu.Lock()
+	defer mu.Unlock()
+	if !armed {
+		return
+	}
+	armed = false
+	debug.SetMemoryLimit(limit)
+	debug.SetGCPercent(percent)
+}

@@ -1,0 +1,296 @@
+package validate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/explore"
+	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/simulate"
+	"github.com/statuscheck/statuscheck/pkg/source"
+)
+
+// The verdict answers the question a bundle's author has: is my upgrade
+// held while my operator says wait? It is judged for each lifecycle
+// manager the bundle can meet (result.Manager):
+//
+//   - OLM v0 gates the replacement of a CSV on the OperatorCondition named
+//     after it, and on nothing else: isOperatorUpgradeable in
+//     operator-lifecycle-manager pkg/controller/operators/olm/operatorconditions.go
+//     reads only the OperatorCondition's Upgradeable entry (v0.46.0 does
+//     not read operatorframework.io/status-source). The upgrade is held
+//     only when something writes that entry from the CR: the bridge the
+//     CSV declares, or the operator itself under the OperatorCondition
+//     handshake; and then only as well as the protocol search on the
+//     bundle's own configuration says (protocolFindings).
+//   - OLM v1 (operator-controller) has no upgrade gate: its documented
+//     documentation (Supported extensions) says it does not support the
+//     OperatorConditions API.
+//   - Without OLM (plain manifests, Helm, kustomize) nothing reads the
+//     condition.
+//
+// Only OLM v0 is something the bundle can fix, so only it is a finding
+// (upgrade-not-held-olm-v0); the other two are in the verdict with what the
+// user can do instead.
+
+// wiring says what writes the OperatorCondition's Upgradeable entry from
+// the status source on OLM v0: "bridge", "operatorcondition" (the
+// operator, under the OperatorCondition handshake), or "" (nothing), with
+// why not when both claim it.
+func wiring(ctx *Context) (by string, conflict bool) {
+	if ctx.Source == nil {
+		return "", false
+	}
+	d, _, _, issue := declaredBridge(ctx)
+	bridge := d != nil && issue == nil
+	oc := ctx.Source.Mode() == v1alpha1.HandshakeOperatorCondition
+	switch {
+	case bridge && oc:
+		return "", true
+	case bridge:
+		return result.HeldByBridge, false
+	case oc:
+		return result.HeldByOperatorCondition, false
+	}
+	return "", false
+}
+
+// judged reports whether the verdict applies: a CSV whose annotation
+// decodes without problems. An invalid annotation is status-source-invalid
+// and nothing else is judged on it.
+func (ctx *Context) judged() bool {
+	return ctx.CSV != nil && ctx.HasAnnotation && ctx.Source != nil && len(ctx.SourceProblems) == 0
+}
+
+// bundleArg is the bundle as a command line names it.
+func (ctx *Context) bundleArg() string {
+	if ctx.Bundle.Path == "" {
+		return "BUNDLE"
+	}
+	return ctx.Bundle.Path
+}
+
+// Fixes lists the two ways to make OLM v0 hold the upgrade, as commands.
+func (ctx *Context) fixes() string {
+	return fmt.Sprintf("run `statuscheck generate -w --bridge IMAGE %s` (statuscheck bridge, a sidecar, writes the OperatorCondition from the CR), or have the operator write its OperatorCondition itself and declare it with `statuscheck generate -w --handshake OperatorCondition %s`",
+		ctx.bundleArg(), ctx.bundleArg())
+}
+
+func checkNotHeldOLMv0(ctx *Context) []Issue {
+	if !ctx.judged() {
+		return nil
+	}
+	if by, conflict := wiring(ctx); by != "" || conflict {
+		// Two writers are bridge-operatorcondition-handshake's.
+		return nil
+	}
+	return []Issue{at(ctx.CSV.Doc, AnnotationPath,
+		"OLM v0 does not hold this upgrade: it gates the replacement of CSV %q on its OperatorCondition only (isOperatorUpgradeable, operator-lifecycle-manager pkg/controller/operators/olm/operatorconditions.go) and does not read %s, and nothing writes the OperatorCondition from %s %q: no bridge is declared (%s) and the handshake is %s, so OLM replaces the operator whatever the CR says; %s",
+		ctx.CSV.Obj.Name, v1alpha1.AnnotationKey, ctx.Source.Kind, ctx.Source.Name, sidecar.AnnotationKey, ctx.Source.Mode(), ctx.fixes())}
+}
+
+// Protection is the verdict for each lifecycle manager the bundle can
+// meet, nil when the CSV declares no (valid) status source. OLM v0's
+// counts the errors the rules found (Check computes it after them) and the
+// protocol search's (run here if no check ran it yet).
+func Protection(ctx *Context) []result.Protection {
+	if !ctx.judged() {
+		return nil
+	}
+	v0 := result.Protection{Manager: result.ManagerOLMv0}
+	by, conflict := wiring(ctx)
+	switch {
+	case conflict:
+		v0.Reason = "the bridge and the operator (OperatorCondition handshake) would both write the OperatorCondition's Upgradeable entry; OLM reads whichever wrote last"
+		v0.Remedy = "keep one writer: drop the bridge, or use handshake None or RequestAck with it"
+	case by == "":
+		v0.Reason = fmt.Sprintf("OLM v0 reads only the OperatorCondition, and nothing writes it from %s %q", ctx.Source.Kind, ctx.Source.Name)
+		v0.Remedy = ctx.fixes()
+	default:
+		v0.By = by
+		var races []string
+		if res := ctx.search(); res != nil {
+			for _, c := range res.Counterexamples {
+				if ProtocolRule(c.Violation.Rule) && c.Violation.Severity == result.Error {
+					races = append(races, c.Violation.Rule)
+				}
+			}
+		}
+		writer := map[string]string{result.HeldByBridge: "statuscheck bridge writes the OperatorCondition from the CR", result.HeldByOperatorCondition: "the operator writes the OperatorCondition itself (OperatorCondition handshake)"}[by]
+		switch {
+		case len(ctx.staticErrors) > 0:
+			v0.Reason = writer + ", but the status source cannot work as declared: " + strings.Join(ctx.staticErrors, ", ")
+			v0.Remedy = "fix those errors (see their findings)"
+		case len(races) == 0:
+			v0.Held = true
+			v0.Reason = writer + "; the protocol search on the bundle's configuration found no violation"
+		default:
+			v0.Reason = writer + ", but the protocol search found " + strings.Join(dedupe(races), ", ")
+			v0.Remedy = "see those findings: a RequestAck handshake with a spec request closes the race between OLM's check and the replacement"
+		}
+	}
+	v1 := result.Protection{Manager: result.ManagerOLMv1,
+		Reason: "operator-controller has no upgrade gate: it does not support the OperatorConditions API (operator-controller docs, Supported extensions) and reads no condition of the CR",
+		Remedy: "pin the ClusterExtension's version (spec.source.catalog.version) and raise it only once the CR reports a fresh Upgradeable=True"}
+	if ctx.Source.Mode() == v1alpha1.HandshakeOperatorCondition {
+		v1.Reason += "; an operator that writes its OperatorCondition may not even start there, since the API is not served"
+	}
+	return []result.Protection{
+		v0,
+		v1,
+		{Manager: result.ManagerNone,
+			Reason: "applied as plain manifests (kubectl, Helm, kustomize), nothing reads the condition before the new operator replaces the old",
+			Remedy: fmt.Sprintf("wait before applying the new version: the CR's %s condition True with observedGeneration equal to metadata.generation (kubectl wait --for=condition=%s=True does not compare generations)", ctx.Source.ConditionTypes()[0], ctx.Source.ConditionTypes()[0])},
+	}
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// protocolKinds are the violations of simulate's registry that the
+// protocol search reports as findings, under the olm policy (the gate OLM
+// ships): the race and the upgrade round the gate, an approval on outdated
+// information, an upgrade without the acknowledgement the handshake asks
+// for, and a gate that can never open.
+var protocolKinds = []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked, simulate.RuleUnacknowledgedUpgrade, simulate.RuleNeverUpgradeable}
+
+// ProtocolRule reports whether a rule's findings come from the protocol
+// search.
+func ProtocolRule(id string) bool { return slices.Contains(protocolKinds, id) }
+
+// protocolRules are the registry's entries for the protocol search: the
+// ID, severity and remediation are the violation's own (simulate.Kinds,
+// their one home).
+func protocolRules() []Rule {
+	var out []Rule
+	for _, k := range simulate.Kinds() {
+		if !ProtocolRule(k.ID) {
+			continue
+		}
+		out = append(out, Rule{ID: k.ID, Severity: k.Severity, Verdict: true,
+			Summary:     "The bounded protocol search on the bundle's own configuration (its status source, CRD, handshake and the bridge it declares, policy olm; what `simulate --explore --bundle` runs) finds a trace to this violation: " + k.Summary,
+			Remediation: k.Remediation, Check: checkProtocol(k.ID)})
+	}
+	return out
+}
+
+// search is the protocol search's result for the bundle, run once; nil
+// when there is nothing to search (no judged status source, no CRD the
+// apiserver serves, or two writers of the OperatorCondition, which
+// bridge-operatorcondition-handshake reports).
+func (ctx *Context) search() *explore.Result {
+	if ctx.searched {
+		return ctx.searchResult
+	}
+	ctx.searched = true
+	if !ctx.judged() || ctx.probed() == nil {
+		return nil
+	}
+	by, conflict := wiring(ctx)
+	if conflict {
+		return nil
+	}
+	cache, key := ctx.Options.Probes, ""
+	if cache != nil && ctx.probeKey != "" {
+		key = ctx.probeKey + "\x00" + by
+		if res, ok := cache.getSearch(key); ok {
+			ctx.searchResult = res
+			return res
+		}
+	}
+	sctx, err := source.FromLoaded(ctx.Bundle, ctx.Source, "bundle "+ctx.bundleArg())
+	if err != nil {
+		// What stops the model (a token type the schema does not give)
+		// is another rule's finding (handshake-path-missing).
+		return nil
+	}
+	cfg := simulate.ContextConfig(sctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
+	cfg.Bridge = by == result.HeldByBridge
+	res, err := explore.Quick(context.Background(), cfg, sctx.Example)
+	if err != nil {
+		// A model that cannot start (no spec field the apiserver keeps, a
+		// status write the CRD refuses) is what the errors already found
+		// say; without one, the search could not do its job.
+		if len(ctx.staticErrors) == 0 {
+			ctx.errs = append(ctx.errs, fmt.Errorf("the protocol search on %s: %w", ctx.CSV.Doc.File, err))
+		}
+		return nil
+	}
+	ctx.searchResult = res
+	if key != "" {
+		cache.putSearch(key, res)
+	}
+	return res
+}
+
+// checkProtocol reports the search's counterexample for one violation, at
+// the annotation, with its shortest trace.
+func checkProtocol(id string) func(*Context) []Issue {
+	return func(ctx *Context) []Issue {
+		res := ctx.search()
+		if res == nil {
+			return nil
+		}
+		var out []Issue
+		for _, c := range res.Counterexamples {
+			if c.Violation.Rule != id {
+				continue
+			}
+			where := "of OLM reading the CR as the contract says"
+			if by, _ := wiring(ctx); by == result.HeldByBridge {
+				where = "of OLM v0 with the declared bridge"
+			} else if by == result.HeldByOperatorCondition {
+				where = "of OLM v0 with the operator writing its OperatorCondition"
+			}
+			steps := make([]string, len(c.Steps))
+			for i, st := range c.Steps {
+				steps[i] = fmt.Sprintf("%s %s", st.Actor, st.Action())
+			}
+			trail := ""
+			if len(steps) > 0 {
+				unit := "steps"
+				if len(steps) == 1 {
+					unit = "step"
+				}
+				trail = fmt.Sprintf(" in %d %s (%s)", len(steps), unit, strings.Join(steps, "; "))
+			}
+			is := at(ctx.CSV.Doc, AnnotationPath, "the protocol search %s, under the olm policy, found a trace%s: %s; `statuscheck simulate --explore --bundle %s` shows it",
+				where, trail, c.Violation.Message, ctx.bundleArg())
+			is.Severity = sev(c.Violation.Severity)
+			out = append(out, is)
+		}
+		return out
+	}
+}
+
+// verdictRules are the IDs of the registry's Verdict rules, made once.
+var verdictRules = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range Rules() {
+		if r.Verdict {
+			m[r.ID] = true
+		}
+	}
+	return m
+})
+
+// VerdictRule reports whether id is one of the verdict's rules (Rule.Verdict):
+// they judge whether the bundle's upgrade is held, not the value of the
+// status source, so generate, which writes only the annotation, reports
+// them as notes instead of refusing to write.
+func VerdictRule(id string) bool { return verdictRules()[id] }
