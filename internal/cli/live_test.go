@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -75,9 +74,10 @@ func TestSimulateLiveStdin(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	summary := waitFor("1 step,")
 	assert.Contains(t, summary, "gate at the end")
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	require.True(t, errors.As(err, &ee), "exit 1 for the violation, not a crash: %v", err)
-	assert.Equal(t, 1, ee.ExitCode())
+	// Exit 0, not a crash: the violation is the historical naive gate's
+	// (issue 27, item 6), and a stream that stops with the gate blocked
+	// on an outdated True is a warning (the operator may not have caught
+	// up yet).
+	require.NoError(t, cmd.Wait())
 	assert.Contains(t, stderr.String(), "stopped by a signal after 1 step;")
 }

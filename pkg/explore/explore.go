@@ -22,6 +22,7 @@ import (
 	"github.com/statuscheck/statuscheck/internal/jsonobj"
 	"github.com/statuscheck/statuscheck/pkg/bridge"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 	"github.com/statuscheck/statuscheck/pkg/trace"
 )
@@ -429,7 +430,14 @@ func statusValue(cfg *Config, ok bool, og int64, echo string) map[string]interfa
 	return statusOf(cfg, statusWord(ok), og, echo)
 }
 
-// statusOf is statusValue with any status.
+// statusOf is statusValue with any status. The operator writes the
+// generation it reconciled twice, as operators commonly do: in each
+// condition's observedGeneration and in status.observedGeneration. The
+// apiserver model prunes either where the CRD does not keep it; a CRD that
+// keeps only status.observedGeneration (Strimzi's) then works under the
+// strict policy, which falls back to it (and so with the bridge, which
+// judges the CR under strict), and not under olm, which reads only the
+// condition's.
 func statusOf(cfg *Config, status string, og int64, echo string) map[string]interface{} {
 	src := cfg.Source
 	var conds []interface{}
@@ -438,7 +446,7 @@ func statusOf(cfg *Config, status string, og int64, echo string) map[string]inte
 		c["observedGeneration"] = og
 		conds = append(conds, c)
 	}
-	st := map[string]interface{}{"conditions": conds}
+	st := map[string]interface{}{"observedGeneration": og, "conditions": conds}
 	if p := src.AckPath(); echo != "" && p != nil {
 		st = jsonobj.MergePatch(st, jsonobj.NestedPatch(p[1:], cfg.Tokens.AckValue(echo)))
 	}
@@ -597,20 +605,38 @@ func (l *liveness) counterexample(cfg *Config, s *search, res *Result, states in
 	if res.Exhausted {
 		scope = fmt.Sprintf("in all %d reachable states", states)
 	}
+	if k := s.opts.MaxUserChanges; k < s.opts.Depth {
+		// The user is bounded: the search is exhaustive only under that
+		// bound.
+		changes := fmt.Sprintf("%d spec changes", k)
+		if k == 1 {
+			changes = "1 spec change"
+		}
+		scope = fmt.Sprintf("in %d states, to depth %d with at most %s by the user", states, res.Depth, changes)
+		if res.Exhausted {
+			scope = fmt.Sprintf("in all %d states reachable with at most %s by the user", states, changes)
+		}
+	}
 	if l.best < 0 {
 		v := simulate.Unreachable(cfg.Policies[0], fmt.Sprintf("no upgrade gets through the %s gate %s, and no OLM check blocks a True report: the operator never reports Upgradeable=True where the gate reads it", cfg.Policies[0], scope))
 		return Counterexample{Violation: v}, true, nil
 	}
 	// The violation keeps simulate.Finish's step (the operator's last
 	// report), as a replay of the counterexample shows it.
-	steps, depth, err := s.path(l.best)
+	// The step named is the trace's last (the check): path's depth counts
+	// the explorer's own moves too (the bridge's reads, OLM's making of
+	// the replacing CSV), which traces leave out.
+	steps, _, err := s.path(l.best)
 	if err != nil {
 		return Counterexample{}, false, err
 	}
 	v := l.why
 	v.Kind = simulate.KindUnreachable
+	// An error here, where the replay's end of run is a warning: no
+	// reachable state lets an upgrade through (simulate.Kinds).
+	v.Severity = result.Error
 	v.Message = fmt.Sprintf("no upgrade gets through the %s gate %s; at best, step %d, OLM's check blocks although the operator's last report is Upgradeable=True: %s",
-		cfg.Policies[0], scope, depth, l.reason)
+		cfg.Policies[0], scope, len(steps), l.reason)
 	return Counterexample{Violation: v, Steps: steps}, true, nil
 }
 
@@ -1016,6 +1042,11 @@ func (m *model) crCode(b []byte, o *simulate.Object) []byte {
 		if c.ObservedGeneration != nil {
 			b = binary.AppendVarint(b, *c.ObservedGeneration-g)
 		}
+	}
+	b = append(b, '|')
+	if o.StatusOG != nil {
+		// What strict (and the bridge) read where a condition has none.
+		b = binary.AppendVarint(b, *o.StatusOG-g)
 	}
 	b = append(b, '|')
 	b = append(b, contract.EchoOf(o.Status, cfg.Source)...)

@@ -5,22 +5,29 @@ import "context"
 // The quick search is the protocol search validate runs on each bundle's
 // own configuration (its status source, its CRD served by package
 // apiserver, the bridge it declares) within validate's time budget: a few
-// tens of milliseconds a bundle, where the DefaultDepth search of a bundle
-// with the bridge takes about half a second.
+// milliseconds a bundle on average (tens for a bundle that declares the
+// bridge), where the DefaultDepth search of a bundle with the bridge takes
+// about half a second.
 //
 // Its bounds were chosen on the repository's bundles (every bundle under
 // testdata/bundles/handshake and testdata/bundles/rules/*/{fail,pass} with
 // a status source the model can run, with and without the bridge, under
-// every policy): with them it finds exactly the violation rules the
-// DefaultDepth search finds (TestQuickFindsWhatDefaultDepthFinds), and
-// BenchmarkQuick measures both side by side. What the cheaper bounds miss:
+// every policy) and on a CRD with a CEL transition rule: with them it
+// finds exactly the violation rules the DefaultDepth search finds,
+// write-rejected included (TestQuickFindsWhatDefaultDepthFinds), and
+// BenchmarkQuick measures them side by side with the DefaultDepth search
+// and with one spec change a trace. What the cheaper bounds miss:
 //
-//   - one spec change per trace is enough: every violation the model finds
-//     needs at most one (an outdated True needs one change; the race
-//     between OLM's check and the replacement needs one); the depth, not
-//     the user, bounds the rest. No user change at all would miss every
-//     violation on outdated information (unsafe-approval, the race's
-//     upgrade-while-blocked).
+//   - one spec change per trace misses a write the CRD refuses on the
+//     second: a transition rule that refuses a spec change while the
+//     status says Upgradeable is not True (write-rejected in 3 steps: user
+//     update, operator updateStatus False, user update). Two changes cost
+//     about three times one (BenchmarkQuick: quick against quick1). Every
+//     other violation the model finds needs at most one (an outdated True
+//     needs one change; the race between OLM's check and the replacement
+//     needs one); the depth, not the user, bounds the rest. No user change
+//     at all would miss every violation on outdated information
+//     (unsafe-approval, the race's upgrade-while-blocked).
 //   - depth 12 misses upgrade-while-blocked under the naive policy for an
 //     annotation request without an ack path under the bridge (its
 //     shortest trace is 9 steps, 13 moves with the bridge's reads and
@@ -34,12 +41,13 @@ import "context"
 // counterexamples Quick reports are real (each replays to its violation),
 // but a violation whose shortest trace is longer than QuickDepth moves is
 // left to `simulate --explore`, and never-upgradeable from Quick is judged
-// to QuickDepth (its message says so).
+// to QuickDepth with at most QuickMaxUserChanges spec changes (its message
+// says so).
 const (
 	// QuickDepth is the quick search's depth, in moves.
 	QuickDepth = 13
 	// QuickMaxUserChanges is the user's spec changes a quick trace holds.
-	QuickMaxUserChanges = 1
+	QuickMaxUserChanges = 2
 )
 
 // QuickOptions are the quick search's options, starting from example (the

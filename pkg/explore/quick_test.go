@@ -83,8 +83,12 @@ func violations(res *Result) []string {
 // DefaultDepth search: on every bundle of the corpus, with and without the
 // bridge (not with the OperatorCondition handshake, which the bridge does
 // not run), under every policy, Quick finds exactly the same violation
-// rules; where the model cannot run the bundle, both say the same.
+// rules (write-rejected too, which validate reports from the search as
+// well); where the model cannot run the bundle, both say the same. A CEL
+// transition rule on the good and protected bundles' CRD adds a write
+// refused only on the user's second spec change.
 func TestQuickFindsWhatDefaultDepthFinds(t *testing.T) {
+	wantRejected := false
 	check := func(t *testing.T, q quickBundle, bridge bool, p contract.Policy) {
 		cfg := simulate.ContextConfig(q.sctx, []contract.Policy{p}, p)
 		cfg.Bridge = bridge
@@ -98,13 +102,37 @@ func TestQuickFindsWhatDefaultDepthFinds(t *testing.T) {
 		require.NoError(t, qerr)
 		assert.False(t, quick.Stopped)
 		assert.True(t, quick.Depth == QuickDepth || quick.Exhausted, "depth %d", quick.Depth)
+		// Every rule, write-rejected too: validate reports each.
 		assert.Equal(t, violations(def), violations(quick), "default: %d states; quick: %d states", def.States, quick.States)
+		if wantRejected {
+			assert.Contains(t, violations(def), simulate.RuleWriteRejected+"/", "the case finds write-rejected")
+		}
 	}
 	t.Run("none", func(t *testing.T) {
 		// The short part: one small model.
 		sctx, err := source.FromBundle(handshakeBundle("none"))
 		require.NoError(t, err)
 		check(t, quickBundle{name: "handshake/none", sctx: sctx}, false, contract.PolicyOLM)
+	})
+	t.Run("cel transition rule", func(t *testing.T) {
+		// A CRD that refuses a change of spec.storageLayer while the
+		// status says Upgradeable is not True: the second of two user
+		// changes, made while the operator migrates, is refused
+		// (write-rejected in 3 steps: user update, operator updateStatus
+		// False, user update).
+		wantRejected = true
+		defer func() { wantRejected = false }()
+		for _, name := range []string{"good", "protected"} {
+			sctx, err := source.FromBundle(editedBundle(t, name, celTransitionRule...))
+			require.NoError(t, err)
+			for _, bridge := range []bool{false, true} {
+				for _, p := range contract.Policies() {
+					t.Run(fmt.Sprintf("%s/bridge=%v/%s", name, bridge, p), func(t *testing.T) {
+						check(t, quickBundle{name: name + "+cel", sctx: sctx}, bridge, p)
+					})
+				}
+			}
+		}
 	})
 	t.Run("corpus", func(t *testing.T) {
 		testutil.Long(t)
@@ -134,7 +162,9 @@ func TestQuickFindsWhatDefaultDepthFinds(t *testing.T) {
 // in the same run, per bundle of the corpus, on each bundle's own
 // configuration (the bridge where it declares one) under policy olm, as
 // validate runs it: ms/bundle is the mean over the bundles and the
-// iterations, with the median and the 95th percentile. The bridge cases run every bundle with the bridge (where its
+// iterations, with the median and the 95th percentile. quick1 is the
+// quick search with one spec change a trace instead of
+// QuickMaxUserChanges, what the second change costs. The bridge cases run every bundle with the bridge (where its
 // handshake lets it run), the costliest model. load is
 // source.FromLoaded, which validate pays before the search.
 func BenchmarkQuick(b *testing.B) {
@@ -180,9 +210,15 @@ func BenchmarkQuick(b *testing.B) {
 	def := func(cfg *Config, q quickBundle) (*Result, error) {
 		return Run(context.Background(), cfg, Options{Depth: DefaultDepth, Example: q.sctx.Example})
 	}
+	// The bound before QuickMaxUserChanges was 2: one spec change a trace.
+	oneChange := func(cfg *Config, q quickBundle) (*Result, error) {
+		return Run(context.Background(), cfg, Options{Depth: QuickDepth, MaxUserChanges: 1, Example: q.sctx.Example})
+	}
 	b.Run("quick", func(b *testing.B) { search(b, false, quick) })
+	b.Run("quick1", func(b *testing.B) { search(b, false, oneChange) })
 	b.Run("default", func(b *testing.B) { search(b, false, def) })
 	b.Run("quick/bridge", func(b *testing.B) { search(b, true, quick) })
+	b.Run("quick1/bridge", func(b *testing.B) { search(b, true, oneChange) })
 	b.Run("default/bridge", func(b *testing.B) { search(b, true, def) })
 	b.Run("load", func(b *testing.B) {
 		var loaded []*bundle.Bundle

@@ -53,8 +53,11 @@ func path(tokens ...string) []string {
 // updated and the status source's variable (sidecar.StatusSourceEnv) added
 // to it when it lacks one; the rules sidecar.Bridge.Needs lists that the
 // deployment's service account is not granted yet (sidecar.Missing), by
-// name, in a permissions entry of that account (clusterPermissions for a
-// cluster-scoped kind or a pinned namespace); and the declaration, which
+// name, in a permissions entry of that account (clusterPermissions where
+// permissions do not reach the object under every install mode the CSV
+// supports, sidecar.Modes.Reach: a cluster-scoped kind or a pinned
+// namespace, unless AllNamespaces is the only mode, under which OLM lifts
+// permissions to ClusterRoles); and the declaration, which
 // the caller writes as an annotation. Nothing is planned for what is
 // already there, so a second run plans nothing. A status source with the
 // OperatorCondition handshake is refused (sidecar.OneWriter).
@@ -130,7 +133,7 @@ func BridgeOps(obj map[string]interface{}, csv *operatorsv1alpha1.ClusterService
 	}
 
 	sa := bundle.ServiceAccount(d)
-	needs := sidecar.Bridge{Source: src, CSV: csv.Name, Plural: c.Plural(), Namespaced: c.Namespaced(), Container: *bridgeContainer}.Needs()
+	needs := sidecar.Bridge{Source: src, CSV: csv.Name, Plural: c.Plural(), Namespaced: c.Namespaced(), Container: *bridgeContainer, InstallModes: csv.Spec.InstallModes}.Needs()
 	missing := sidecar.Missing(install, sa, needs)
 	for _, cluster := range []bool{false, true} {
 		var rules []policyRule

@@ -37,6 +37,11 @@ const MaxViolations = 10_000
 
 // Summary is the result of a run.
 type Summary struct {
+	// worst is the highest severity of a violation that counts for the
+	// exit code (not a historical gate's); counted says there is one.
+	worst   result.Severity
+	counted bool
+
 	File   string       `json:"file"`
 	Name   string       `json:"name,omitempty"`
 	Format trace.Format `json:"format"`
@@ -133,6 +138,8 @@ func (s *Summary) add(vs ...Violation) {
 				s.Historical = map[string]int{}
 			}
 			s.Historical[v.Rule]++
+		} else if !s.counted || v.Severity > s.worst {
+			s.worst, s.counted = v.Severity, true
 		}
 		s.Counts[v.Rule]++
 		if len(s.Violations) < MaxViolations {
@@ -145,11 +152,11 @@ func (s *Summary) add(vs ...Violation) {
 
 // ExitCode is 1 when a violation is at or above failOn, else 0. A
 // historical gate's violations (Historical) do not count.
+// Each violation counts at its own severity (a replay's end-of-run
+// never-upgradeable is a warning, --explore's the registry's error).
 func (s *Summary) ExitCode(failOn result.Severity) int {
-	for id, n := range s.Counts {
-		if n-s.Historical[id] > 0 && kindOf(id).Severity >= failOn {
-			return result.ExitFindings
-		}
+	if s.counted && s.worst >= failOn {
+		return result.ExitFindings
 	}
 	return result.ExitOK
 }

@@ -52,7 +52,7 @@ func Kinds() []Kind {
 			"Enable the status subresource, or give simulate the CRD the cluster really has (--crd / --bundle).", false},
 		{RuleDuplicateCondition, result.Warning, "Two conditions of the same type in one status; OLM reads the first (meta.FindStatusCondition).",
 			"Update conditions with meta.SetStatusCondition and make status.conditions a map list keyed by type.", false},
-		{RuleNeverUpgradeable, result.Error, "The run ends with the gate blocked although the operator's last report is True: a stuck gate (an error like the race: a gate that never opens stops every upgrade). From --explore (kind unreachable): no reachable state lets an upgrade through under the policy, shown by the shortest path to an OLM check that blocks a True report.",
+		{RuleNeverUpgradeable, result.Error, "The run ends with the gate blocked although the operator's last report is True: a stuck gate, a warning there, since a recording may stop before the operator caught up. From --explore (kind unreachable), an error like the race, since a gate that never opens stops every upgrade: no reachable state lets an upgrade through under the policy, shown by the shortest path to an OLM check that blocks a True report.",
 			"Make observedGeneration able to catch up (status subresource on; report the generation the reconcile read).", true},
 		{RuleLockBroken, result.Error, "Handshake: having acknowledged the current request with True, the operator reported Upgradeable other than True before the upgrade (it started work it had promised to defer).",
 			"Once the operator has answered a request with True, defer migrations until the upgrade happens or the request is withdrawn.", false},

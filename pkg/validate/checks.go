@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
@@ -300,6 +299,14 @@ func checkObservedGeneration(ctx *Context) []Issue {
 		// item 4).
 		is := atKey(ctx.CRD.Doc, where,
 			"%s keeps status.observedGeneration but not the condition's observedGeneration: version %s of CRD %s prunes it, and OLM's gate compares the condition's own observedGeneration (absent reads as 0), so it would never open on such a condition; only the strict policy reads status.observedGeneration", statusWriteText, ctx.Version.Name, ctx.CRD.Name())
+		if _, bridge := ctx.CSV.Obj.Annotations[sidecar.AnnotationKey]; bridge {
+			// statuscheck bridge judges the CR under the strict policy
+			// (pkg/bridge.Decide), which reads status.observedGeneration:
+			// on OLM v0 with the bridge the gate opens; only a lifecycle
+			// manager reading the CR under the olm policy would not.
+			is.Severity = sev(result.Info)
+			is.Message += "; the declared bridge applies the strict policy, so OLM v0 with it is not affected, but a lifecycle manager reading the CR itself under the olm policy would be"
+		}
 		return []Issue{is}
 	}
 	return []Issue{atKey(ctx.CRD.Doc, where,
@@ -434,10 +441,13 @@ func checkRBAC(ctx *Context) []Issue {
 	}
 	group, plural := ctx.CRD.Group(), ctx.CRD.Plural()
 	install := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec
-	// Under AllNamespaces OLM lifts permissions to ClusterRoles, which
-	// reach a cluster-scoped kind; status-rbac-install-mode judges the
-	// other modes.
-	cluster := !ctx.CRD.Namespaced() && !supportedModes(ctx.CSV.Obj)[operatorsv1alpha1.InstallModeTypeAllNamespaces]
+	// Only where permissions reach the CR under no supported mode must the
+	// rule be in clusterPermissions (a cluster-scoped kind without
+	// AllNamespaces, under which OLM lifts permissions to ClusterRoles);
+	// status-rbac-install-mode judges where they reach it under some
+	// modes only.
+	modes := sidecar.SupportedModes(ctx.CSV.Obj.Spec.InstallModes)
+	cluster := modes.Reach(ctx.CRD.Namespaced(), ctx.Source.Namespace) == sidecar.ReachNone
 	for _, verb := range []string{"update", "patch"} {
 		if bundle.Grants(install, "", bundle.Request{Verb: verb, Group: group, Resource: plural, Subresource: "status", Name: ctx.Source.Name}, cluster) {
 			return nil
@@ -445,7 +455,7 @@ func checkRBAC(ctx *Context) []Issue {
 	}
 	scope := "permissions or clusterPermissions"
 	if cluster {
-		scope = "clusterPermissions (the kind is cluster-scoped, so namespaced permissions cannot grant it: OLM lifts them to ClusterRoles only under AllNamespaces, which the CSV does not support)"
+		scope = "clusterPermissions (" + modes.NotReached(ctx.CRD.Namespaced(), ctx.Source.Namespace) + ")"
 	}
 	return []Issue{atKey(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", "clusterPermissions"),
 		"no rule in the install strategy's %s lets the operator's service account update or patch %s/status in group %s", scope, plural, group)}
@@ -553,7 +563,7 @@ func declaredBridgeRBAC(ctx *Context) (b sidecar.Bridge, sa string, ok bool) {
 	}
 	deployment := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[dep]
 	return sidecar.Bridge{Source: ctx.Source, CSV: ctx.CSV.Obj.Name, Plural: ctx.CRD.Plural(), Namespaced: ctx.CRD.Namespaced(),
-		Container: deployment.Spec.Template.Spec.Containers[ctr]}, bundle.ServiceAccount(deployment), true
+		Container: deployment.Spec.Template.Spec.Containers[ctr], InstallModes: ctx.CSV.Obj.Spec.InstallModes}, bundle.ServiceAccount(deployment), true
 }
 
 func checkBridgeRBAC(ctx *Context) []Issue {
@@ -565,7 +575,7 @@ func checkBridgeRBAC(ctx *Context) []Issue {
 	for _, m := range sidecar.Missing(ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec, sa, b.Needs()) {
 		where := "permissions or clusterPermissions"
 		if m.Cluster {
-			where = "clusterPermissions (outside the operator's namespace only a ClusterRole reaches)"
+			where = "clusterPermissions (" + m.Where + ")"
 		}
 		out = append(out, atKey(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", sidecar.Field(m.Cluster)),
 			"the bridge's service account %q is not granted %s in the install strategy's %s: the bridge %s", sa, m.Describe(), where, m.Why))

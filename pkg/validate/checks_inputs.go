@@ -128,21 +128,11 @@ func namesIt(c corev1.Container, name string) bool {
 	return false
 }
 
-// supportedModes are the install modes the CSV supports.
-func supportedModes(csv *operatorsv1alpha1.ClusterServiceVersion) map[operatorsv1alpha1.InstallModeType]bool {
-	out := map[operatorsv1alpha1.InstallModeType]bool{}
-	for _, m := range csv.Spec.InstallModes {
-		if m.Supported {
-			out[m.Type] = true
-		}
-	}
-	return out
-}
-
 // checkInstallModeRBAC holds the CSV's install modes against where the
-// operator's permission to write the status source's /status comes from.
-// OLM v0 makes permissions Roles in the namespace the operator is
-// installed in (pkg/controller/registry/resolver/rbac.go,
+// operator's permission to write the status source's /status comes from
+// (sidecar.Modes says where OLM makes permissions reach, for the bridge's
+// rules too). OLM v0 makes permissions Roles in the namespace the operator
+// is installed in (pkg/controller/registry/resolver/rbac.go,
 // RBACForClusterServiceVersion), copies them into each target namespace
 // of a SingleNamespace or MultiNamespace OperatorGroup
 // (pkg/controller/operators/olm/operatorgroup.go, ensureCSVsInNamespaces
@@ -181,25 +171,20 @@ func checkInstallModeRBAC(ctx *Context) []Issue {
 	if grants(true) || !grants(false) {
 		return nil // a ClusterRole everywhere, or nothing (status-rbac-missing)
 	}
-	modes := supportedModes(ctx.CSV.Obj)
+	modes := sidecar.SupportedModes(ctx.CSV.Obj.Spec.InstallModes)
+	if modes.Reach(ctx.CRD.Namespaced(), ctx.Source.Namespace) != sidecar.ReachSome {
+		return nil // reached wherever installed, or nowhere (status-rbac-missing)
+	}
 	all := operatorsv1alpha1.InstallModeTypeAllNamespaces
 	where := atKey(ctx.CSV.Doc, manifest.NewPath("spec", "installModes"), "")
 	if !ctx.CRD.Namespaced() {
-		var others []string
-		for _, m := range []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeOwnNamespace, operatorsv1alpha1.InstallModeTypeSingleNamespace, operatorsv1alpha1.InstallModeTypeMultiNamespace} {
-			if modes[m] {
-				others = append(others, string(m))
-			}
-		}
-		if !modes[all] || len(others) == 0 {
-			return nil
-		}
+		others := modes.Others()
 		where.Message = fmt.Sprintf("the permission to write %s/status in group %s is only in the install strategy's permissions, which OLM makes Roles in the install and target namespaces and lifts to ClusterRoles only under AllNamespaces; %s is cluster-scoped, so installed in %s mode, which the CSV supports, the operator cannot write its status source's status (Forbidden) and never reports %s",
 			plural, group, ctx.Source.Kind, strings.Join(others, " or "), contract.ConditionUpgradeable)
 		return []Issue{where}
 	}
 	pinned := ctx.Source.Namespace
-	if pinned == "" || !modes[operatorsv1alpha1.InstallModeTypeOwnNamespace] ||
+	if !modes[operatorsv1alpha1.InstallModeTypeOwnNamespace] ||
 		modes[operatorsv1alpha1.InstallModeTypeSingleNamespace] || modes[operatorsv1alpha1.InstallModeTypeMultiNamespace] {
 		return nil
 	}

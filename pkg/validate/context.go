@@ -49,11 +49,11 @@ type Context struct {
 	// staticErrors are the rules with error findings among those before
 	// the verdict's (run records them as it goes; Protection reads them).
 	staticErrors []string
+	// doubts are the rules with warnings among doubtRules.
+	doubts       []string
+	searchErr    string          // why search() found no result
 	searched     bool            // search() ran
 	searchResult *explore.Result // its memo
-	// errs are what stopped a check from doing its job (the bundle's
-	// result lists them, and the exit code is 2).
-	errs []error
 }
 
 // NewContext resolves the status source of b.

@@ -247,6 +247,17 @@ var fixtures = []fixture{
 	{rule: "never-upgradeable", pass: true, comment: "the same with the status subresource",
 		edits: protectedEdits},
 
+	{rule: "upgrade-unverified", comment: "the bridge under RequestAck on a CRD whose spec keeps only the request field: the model finds no spec change a user could make, so nothing shows the upgrade is held",
+		edits: append([]edit{{crdFile, "              storageLayer:\n                description: Storage backend; changing it starts a migration.\n                type: string\n                enum:\n                - PostgreSQL\n                - MariaDB\n", ""}}, protectedEdits...)},
+	{rule: "upgrade-unverified", pass: true, comment: "the same with the spec field",
+		edits: protectedEdits},
+
+	{rule: "write-rejected", comment: "the bridge under RequestAck, on a CRD whose CEL rule refuses a spec other than PostgreSQL while Upgradeable is True: the user's change is refused",
+		edits: append([]edit{{crdFile, "        description: CoolOperator is the operator's singleton configuration.\n        type: object\n",
+			"        description: CoolOperator is the operator's singleton configuration.\n        type: object\n        x-kubernetes-validations:\n        - rule: \"!has(self.status) || !has(self.status.conditions) || !has(self.spec.storageLayer) || self.spec.storageLayer == 'PostgreSQL' || self.status.conditions.all(c, c.type != 'Upgradeable' || c.status != 'True')\"\n          message: Upgradeable may be True only on PostgreSQL\n"}}, protectedEdits...)},
+	{rule: "write-rejected", pass: true, comment: "the same without the rule",
+		edits: protectedEdits},
+
 	{rule: "manifest-limit", comment: "a YAML alias bomb",
 		add: map[string]string{"manifests/bomb.configmap.yaml": aliasBomb}},
 	{rule: "manifest-limit", pass: true, comment: "a few honest anchors and aliases",

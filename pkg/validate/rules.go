@@ -114,7 +114,7 @@ func Rules() []Rule {
 		{
 			ID:          "conditions-observedgeneration-missing",
 			Severity:    result.Error,
-			Summary:     "A status write comes back with neither the condition's observedGeneration nor status.observedGeneration (the apiserver prunes both), so an outdated condition cannot be told from a fresh one; also when only status.observedGeneration is kept, since OLM's gate compares the condition's own observedGeneration and would never open, which stops every upgrade; a warning when the condition's observedGeneration is kept only because the CRD keeps every unknown field (spec.preserveUnknownFields, which a v1beta1 CRD defaults to true), which cannot be verified.",
+			Summary:     "A status write comes back with neither the condition's observedGeneration nor status.observedGeneration (the apiserver prunes both), so an outdated condition cannot be told from a fresh one; also when only status.observedGeneration is kept, since OLM's gate compares the condition's own observedGeneration and would never open, which stops every upgrade (info with the bridge declared, which applies the strict policy and reads status.observedGeneration); a warning when the condition's observedGeneration is kept only because the CRD keeps every unknown field (spec.preserveUnknownFields, which a v1beta1 CRD defaults to true), which cannot be verified.",
 			Remediation: "Use metav1.Condition, which has observedGeneration, and set it on every status write (status.observedGeneration alone satisfies only the strict policy).",
 			Check:       checkObservedGeneration,
 		},
@@ -206,7 +206,7 @@ func Rules() []Rule {
 			ID:          "bridge-rbac-missing",
 			Severity:    result.Error,
 			Summary:     "The declared bridge's service account lacks a permission the bridge needs: get, watch (patch under RequestAck) on the status source, by name; list and watch on CSVs under RequestAck; get on the running CSV when its container does not set STATUSCHECK_STATUS_SOURCE from the downward API; create on tokenreviews and subjectaccessreviews with --metrics-secure. OLM grants the OperatorCondition itself.",
-			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the missing rules to the deployment's service account, by name; clusterPermissions for a cluster-scoped kind or a pinned namespace.",
+			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the missing rules to the deployment's service account, by name; clusterPermissions for a cluster-scoped kind or a pinned namespace, unless AllNamespaces is the only install mode (OLM then makes permissions ClusterRoles: operatorgroup.go ensureSingletonRBAC).",
 			Check:       checkBridgeRBAC,
 		},
 		{
@@ -229,6 +229,14 @@ func Rules() []Rule {
 			Summary:     "The CSV declares a status source, but on OLM v0, which gates a CSV's replacement on its OperatorCondition only and does not read the annotation, nothing writes the OperatorCondition from the CR: no bridge is declared and the handshake is not OperatorCondition, so OLM replaces the operator whatever the CR says.",
 			Remediation: "Declare what carries the CR's condition to OLM: `statuscheck generate -w --bridge IMAGE BUNDLE` adds statuscheck bridge as a sidecar, or the operator writes its OperatorCondition itself (operator-lib's conditions) and `statuscheck generate -w --handshake OperatorCondition BUNDLE` declares it.",
 			Check:       checkNotHeldOLMv0,
+			Verdict:     true,
+		},
+		{
+			ID:          "upgrade-unverified",
+			Severity:    result.Warning,
+			Summary:     "Something writes the OperatorCondition from the CR (the bridge, or the operator), but the bounded protocol search could not model the bundle's configuration (no spec field a user could change, a CR the CRD refuses to create from the example), so nothing shows that OLM v0 holds the upgrade; the verdict says it is not held.",
+			Remediation: "Read the search's reason in the message; `statuscheck simulate --explore --bundle BUNDLE` shows it in full. An example CR the CRD accepts (operatorframework.io/initialization-resource or alm-examples) and a spec field the CRD keeps let the model run.",
+			Check:       checkUnverified,
 			Verdict:     true,
 		},
 	}

@@ -40,8 +40,12 @@ func run(rules []Rule, b *bundle.Bundle, opts Options) result.Bundle {
 			if is.Severity != nil {
 				s = *is.Severity
 			}
-			if s == result.Error && !r.Verdict && !slices.Contains(ctx.staticErrors, r.ID) {
+			switch {
+			case r.Verdict:
+			case s == result.Error && !slices.Contains(ctx.staticErrors, r.ID):
 				ctx.staticErrors = append(ctx.staticErrors, r.ID)
+			case s == result.Warning && slices.Contains(doubtRules, r.ID) && !slices.Contains(ctx.doubts, r.ID):
+				ctx.doubts = append(ctx.doubts, r.ID)
 			}
 			res.Findings = append(res.Findings, result.Finding{
 				Rule:        r.ID,
@@ -56,9 +60,6 @@ func run(rules []Rule, b *bundle.Bundle, opts Options) result.Bundle {
 		}
 	}
 	for _, err := range b.Errors {
-		res.Errors = append(res.Errors, err.Error())
-	}
-	for _, err := range ctx.errs {
 		res.Errors = append(res.Errors, err.Error())
 	}
 	res.Protection = Protection(ctx)

@@ -252,6 +252,10 @@ func TestItem1TheVerdictSaysWhatHoldsTheUpgrade(t *testing.T) {
 		{name: "the bridge under None: the race", edits: []edit{bridgeDeclared, bridgeContainer}, by: result.HeldByBridge},
 		{name: "the operator writes the OperatorCondition", edits: []edit{annotation(operatorCondition)}, by: result.HeldByOperatorCondition},
 		{name: "both: two writers", edits: []edit{bridgeDeclared, annotation(operatorCondition), bridgeContainer}},
+		// The review's defects: the verdict fails closed.
+		{name: "a broken declaration: the bridge is meant, and its container is missing", edits: []edit{bridgeDeclared}, by: result.HeldByBridge},
+		{name: "the bridge, and a search that cannot model the bundle", edits: append([]edit{{crdFile, "              storageLayer:\n                description: Storage backend; changing it starts a migration.\n                type: string\n                enum:\n                - PostgreSQL\n                - MariaDB\n", ""}}, protectedEdits...), by: result.HeldByBridge},
+		{name: "the bridge, and a pinned namespace in doubt", edits: []edit{protectedEdits[0], annotation(`{` + cool + `,"namespace":"cool-system","handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`), protectedEdits[2], protectedEdits[3]}, by: result.HeldByBridge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,8 +268,8 @@ func TestItem1TheVerdictSaysWhatHoldsTheUpgrade(t *testing.T) {
 				if f.Rule == "upgrade-not-held-olm-v0" {
 					fired = true
 					assert.Equal(t, result.Error, f.Severity)
-					assert.Contains(t, f.Message, "statuscheck generate -w --bridge IMAGE "+dir)
-					assert.Contains(t, f.Message, "statuscheck generate -w --handshake OperatorCondition "+dir)
+					assert.Contains(t, f.Message, "statuscheck generate -w --bridge IMAGE --handshake RequestAck --request-spec-path .spec.FIELD "+dir)
+					assert.Contains(t, f.Message, "--handshake OperatorCondition")
 					assert.NotZero(t, f.Line)
 				}
 			}
@@ -428,6 +432,37 @@ func TestDefect4ValidateReportsTheBridgeBesideTheOperatorConditionHandshake(t *t
 	assert.NotContains(t, rulesFired(Path(plain, Options{}, bundle.Options{})), "bridge-operatorcondition-handshake", "no bridge, no second writer")
 }
 
+// TestReviewStatusOnlyObservedGenerationWithTheBridge: a CRD that keeps
+// status.observedGeneration but prunes the condition's is an error where
+// a gate reads the condition (OLM's olm policy), and info where the CSV
+// declares the bridge, which judges the CR under the strict policy and
+// reads status.observedGeneration (pkg/bridge.Decide); the verdict is then
+// held, as the protocol search with the bridge finds.
+func TestReviewStatusOnlyObservedGenerationWithTheBridge(t *testing.T) {
+	prune := edit{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""}
+	for _, tt := range []struct {
+		name  string
+		edits []edit
+		want  result.Severity
+	}{
+		{name: "no bridge", edits: []edit{prune}, want: result.Error},
+		{name: "the bridge", edits: append([]edit{prune}, protectedEdits...), want: result.Info},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			materialize(t, fixture{edits: tt.edits}, dir)
+			res := Path(dir, Options{}, bundle.Options{})
+			var sevs []result.Severity
+			for _, f := range res.Findings {
+				if f.Rule == "conditions-observedgeneration-missing" {
+					sevs = append(sevs, f.Severity)
+				}
+			}
+			assert.Equal(t, []result.Severity{tt.want}, sevs)
+		})
+	}
+}
+
 // TestProtectedExample keeps testdata/bundles/protected, the README's quick
 // start, equal to the good bundle with protectedEdits (the bridge under a
 // RequestAck handshake with a spec request; -update rewrites it), and holds
@@ -450,4 +485,22 @@ func TestProtectedExample(t *testing.T) {
 		Reason: "statuscheck bridge writes the OperatorCondition from the CR; the protocol search on the bundle's configuration found no violation"}, res.Protection[0])
 	assert.False(t, res.Protection[1].Held)
 	assert.False(t, res.Protection[2].Held)
+}
+
+// TestItem4NeverUpgradeableIsAnError is issue 27, item 4: a gate that can
+// never open was a warning (exit 0) while the race was an error; the
+// protocol search's never-upgradeable (kind unreachable) is now an error,
+// and so is the bundle's exit code.
+func TestItem4NeverUpgradeableIsAnError(t *testing.T) {
+	res := Path(filepath.Join(testdata, "rules", "never-upgradeable", "fail"), Options{}, bundle.Options{})
+	var found bool
+	for _, f := range res.Findings {
+		if f.Rule == "never-upgradeable" {
+			found = true
+			assert.Equal(t, result.Error, f.Severity, f.Message)
+		}
+	}
+	require.True(t, found, "%+v", res.Findings)
+	rep := result.Report{Bundles: []result.Bundle{res}}
+	assert.Equal(t, result.ExitFindings, rep.ExitCode(result.Error))
 }

@@ -28,10 +28,15 @@ import (
 //     only when something writes that entry from the CR: the bridge the
 //     CSV declares, or the operator itself under the OperatorCondition
 //     handshake; and then only as well as the protocol search on the
-//     bundle's own configuration says (protocolFindings).
-//   - OLM v1 (operator-controller) has no upgrade gate: its documented
-//     documentation (Supported extensions) says it does not support the
-//     OperatorConditions API.
+//     bundle's own configuration says (checkProtocol). What holds it is
+//     this version's: OLM reads the OperatorCondition of the CSV being
+//     replaced, so the verdict is about the upgrade away from this
+//     version, to the next.
+//   - OLM v1 (operator-controller) has no gate an operator can hold an
+//     upgrade on: its documentation (docs/project/olmv1_limitations.md)
+//     says it does not support the OperatorConditions API, and its upgrade
+//     preflights (CRD upgrade safety) judge the new bundle's CRDs, not the
+//     operator's readiness.
 //   - Without OLM (plain manifests, Helm, kustomize) nothing reads the
 //     condition.
 //
@@ -47,8 +52,11 @@ func wiring(ctx *Context) (by string, conflict bool) {
 	if ctx.Source == nil {
 		return "", false
 	}
-	d, _, _, issue := declaredBridge(ctx)
-	bridge := d != nil && issue == nil
+	// The declaration is the author's intent: a broken one (no such
+	// container, a value that does not parse, a container that does not
+	// run the bridge) is bridge-container-missing's error, and the
+	// verdict then says the status source cannot work as declared.
+	_, bridge := ctx.CSV.Obj.Annotations[sidecar.AnnotationKey]
 	oc := ctx.Source.Mode() == v1alpha1.HandshakeOperatorCondition
 	switch {
 	case bridge && oc:
@@ -76,10 +84,14 @@ func (ctx *Context) bundleArg() string {
 	return ctx.Bundle.Path
 }
 
-// Fixes lists the two ways to make OLM v0 hold the upgrade, as commands.
+// fixes says how to make OLM v0 hold the upgrade, as commands: the
+// bridge, under a RequestAck handshake with a spec request, which the
+// protocol search finds no violation in (the None handshake leaves OLM's
+// race between its check and the replacement; the OperatorCondition
+// handshake's copy lags the CR).
 func (ctx *Context) fixes() string {
-	return fmt.Sprintf("run `statuscheck generate -w --bridge IMAGE %s` (statuscheck bridge, a sidecar, writes the OperatorCondition from the CR), or have the operator write its OperatorCondition itself and declare it with `statuscheck generate -w --handshake OperatorCondition %s`",
-		ctx.bundleArg(), ctx.bundleArg())
+	return fmt.Sprintf("run `statuscheck generate -w --bridge IMAGE --handshake RequestAck --request-spec-path .spec.FIELD %s` (statuscheck bridge, a sidecar, writes the OperatorCondition from the CR; FIELD, a string or integer spec field the CRD keeps, carries OLM's request, so that the operator defers new work once it has said True); the bridge alone leaves OLM's race between its check and the replacement, and an operator that writes its OperatorCondition itself (`--handshake OperatorCondition`) holds it with a copy that lags the CR",
+		ctx.bundleArg())
 }
 
 func checkNotHeldOLMv0(ctx *Context) []Issue {
@@ -110,12 +122,15 @@ func Protection(ctx *Context) []result.Protection {
 		v0.Reason = "the bridge and the operator (OperatorCondition handshake) would both write the OperatorCondition's Upgradeable entry; OLM reads whichever wrote last"
 		v0.Remedy = "keep one writer: drop the bridge, or use handshake None or RequestAck with it"
 	case by == "":
-		v0.Reason = fmt.Sprintf("OLM v0 reads only the OperatorCondition, and nothing writes it from %s %q", ctx.Source.Kind, ctx.Source.Name)
+		v0.Reason = fmt.Sprintf("OLM v0 reads only the OperatorCondition (of the CSV being replaced, when the next version comes), and nothing writes it from %s %q", ctx.Source.Kind, ctx.Source.Name)
 		v0.Remedy = ctx.fixes()
 	default:
+		// Fail closed: held only on a search that ran and found nothing,
+		// with no error and no warning that puts the gate in doubt.
 		v0.By = by
 		var races []string
-		if res := ctx.search(); res != nil {
+		res := ctx.search()
+		if res != nil {
 			for _, c := range res.Counterexamples {
 				if ProtocolRule(c.Violation.Rule) && c.Violation.Severity == result.Error {
 					races = append(races, c.Violation.Rule)
@@ -127,16 +142,27 @@ func Protection(ctx *Context) []result.Protection {
 		case len(ctx.staticErrors) > 0:
 			v0.Reason = writer + ", but the status source cannot work as declared: " + strings.Join(ctx.staticErrors, ", ")
 			v0.Remedy = "fix those errors (see their findings)"
-		case len(races) == 0:
+		case res == nil:
+			v0.Reason = writer + ", but the protocol search could not model the bundle's configuration, so nothing shows the upgrade is held: " + ctx.searchErr
+			v0.Remedy = "see upgrade-unverified"
+		case len(races) > 0:
+			v0.Reason = writer + ", but the protocol search found " + strings.Join(dedupe(races), ", ")
+			v0.Remedy = "see those findings"
+			if by == result.HeldByOperatorCondition {
+				v0.Remedy += "; the operator's OperatorCondition copy lags its CR: " + ctx.fixes()
+			} else if ctx.Source.Mode() != v1alpha1.HandshakeRequestAck {
+				v0.Remedy += ": a RequestAck handshake with a spec request (--handshake RequestAck --request-spec-path .spec.FIELD) closes OLM's race between its check and the replacement"
+			}
+		case len(ctx.doubts) > 0:
+			v0.Reason = writer + ", and the protocol search found no violation, but the gate may not hold as declared: " + strings.Join(ctx.doubts, ", ")
+			v0.Remedy = "see those warnings"
+		default:
 			v0.Held = true
 			v0.Reason = writer + "; the protocol search on the bundle's configuration found no violation"
-		default:
-			v0.Reason = writer + ", but the protocol search found " + strings.Join(dedupe(races), ", ")
-			v0.Remedy = "see those findings: a RequestAck handshake with a spec request closes the race between OLM's check and the replacement"
 		}
 	}
 	v1 := result.Protection{Manager: result.ManagerOLMv1,
-		Reason: "operator-controller has no upgrade gate: it does not support the OperatorConditions API (operator-controller docs, Supported extensions) and reads no condition of the CR",
+		Reason: "operator-controller has no gate an operator can hold an upgrade on: it does not support the OperatorConditions API (its docs, Limitations), reads no condition of the CR, and its upgrade preflights judge the new bundle's CRDs, not the operator's readiness",
 		Remedy: "pin the ClusterExtension's version (spec.source.catalog.version) and raise it only once the CR reports a fresh Upgradeable=True"}
 	if ctx.Source.Mode() == v1alpha1.HandshakeOperatorCondition {
 		v1.Reason += "; an operator that writes its OperatorCondition may not even start there, since the API is not served"
@@ -162,12 +188,35 @@ func dedupe(s []string) []string {
 	return out
 }
 
+// doubtRules are the warnings that put the gate in doubt: the CR may never
+// exist or be another than the one the gate reads, or what the operator
+// writes cannot be verified. The verdict is not held while one stands.
+var doubtRules = []string{"status-source-may-not-exist", "status-source-namespace-pinned", "initialization-resource-mismatch",
+	"conditions-schema-missing", "conditions-observedgeneration-missing", "conditions-list-type", "condition-type-spelling",
+	"status-rbac-install-mode", "alm-examples-invalid", "handshake-request-not-observable"}
+
+// checkUnverified reports a protocol search that could not model the
+// bundle's configuration, where something writes the OperatorCondition
+// and no error explains it.
+func checkUnverified(ctx *Context) []Issue {
+	if !ctx.judged() || len(ctx.staticErrors) > 0 {
+		return nil
+	}
+	if by, conflict := wiring(ctx); by == "" || conflict {
+		return nil
+	}
+	if ctx.search() != nil || ctx.searchErr == "" {
+		return nil
+	}
+	return []Issue{at(ctx.CSV.Doc, AnnotationPath, "the protocol search could not model the bundle's configuration, so nothing shows that OLM v0 holds the upgrade: %s", ctx.searchErr)}
+}
+
 // protocolKinds are the violations of simulate's registry that the
 // protocol search reports as findings, under the olm policy (the gate OLM
 // ships): the race and the upgrade round the gate, an approval on outdated
 // information, an upgrade without the acknowledgement the handshake asks
 // for, and a gate that can never open.
-var protocolKinds = []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked, simulate.RuleUnacknowledgedUpgrade, simulate.RuleNeverUpgradeable}
+var protocolKinds = []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked, simulate.RuleUnacknowledgedUpgrade, simulate.RuleNeverUpgradeable, simulate.RuleWriteRejected}
 
 // ProtocolRule reports whether a rule's findings come from the protocol
 // search.
@@ -217,6 +266,7 @@ func (ctx *Context) search() *explore.Result {
 	if err != nil {
 		// What stops the model (a token type the schema does not give)
 		// is another rule's finding (handshake-path-missing).
+		ctx.searchErr = err.Error()
 		return nil
 	}
 	cfg := simulate.ContextConfig(sctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
@@ -224,11 +274,10 @@ func (ctx *Context) search() *explore.Result {
 	res, err := explore.Quick(context.Background(), cfg, sctx.Example)
 	if err != nil {
 		// A model that cannot start (no spec field the apiserver keeps, a
-		// status write the CRD refuses) is what the errors already found
-		// say; without one, the search could not do its job.
-		if len(ctx.staticErrors) == 0 {
-			ctx.errs = append(ctx.errs, fmt.Errorf("the protocol search on %s: %w", ctx.CSV.Doc.File, err))
-		}
+		// CR the CRD refuses to create) is said by the errors already
+		// found, or else by upgrade-unverified: the verdict is then not
+		// held, never a crash of the run.
+		ctx.searchErr = err.Error()
 		return nil
 	}
 	ctx.searchResult = res

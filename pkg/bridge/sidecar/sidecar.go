@@ -270,8 +270,12 @@ func Ports(pod corev1.PodSpec) (metrics, probe int) {
 // (resourceNames) wherever the bridge asks for one object only.
 type Rule struct {
 	rbacv1.PolicyRule
-	// Cluster says only clusterPermissions can grant it.
+	// Cluster says only clusterPermissions can grant it: permissions do
+	// not reach its object under every install mode the CSV supports
+	// (Modes.Reach).
 	Cluster bool
+	// Where says why, when Cluster (Modes.NotReached): a clause.
+	Where string
 	// Why says what the bridge does with it.
 	Why string
 }
@@ -298,6 +302,10 @@ type Bridge struct {
 	// it gets the status source from the downward API (SourceFromEnv) and
 	// serves metrics securely (SecureMetrics) changes what it needs.
 	Container corev1.Container
+	// InstallModes are the CSV's spec.installModes: where OLM makes
+	// permissions reach (Modes.Reach) decides which rules permissions can
+	// grant. None supported reads as no mode lifting them.
+	InstallModes []operatorsv1alpha1.InstallMode
 }
 
 // The verbs the bridge uses on the status source: it gets the CR and
@@ -314,9 +322,12 @@ var (
 // pkg/controller/operators/operatorcondition_controller.go,
 // ensureOperatorConditionRole). Everything is by name but what cannot be:
 // under RequestAck the bridge lists and watches the namespace's CSVs for
-// the one that replaces the running CSV. The status-source CR is in
-// clusterPermissions when a Role in the operator's namespace cannot reach
-// it (a cluster-scoped kind, a pinned namespace), still by name.
+// the one that replaces the running CSV. A rule is Cluster where
+// permissions do not reach its object under every install mode the CSV
+// supports (Modes.Reach): the status-source CR of a cluster-scoped kind or
+// in a pinned namespace, still by name, and the reviews of secure metrics,
+// unless AllNamespaces is the only mode, under which OLM lifts permissions
+// to ClusterRoles.
 func (b Bridge) Needs() []Rule {
 	gv := b.Source.GroupVersion()
 	ack := b.Source.Mode() == v1alpha1.HandshakeRequestAck
@@ -332,26 +343,34 @@ func (b Bridge) Needs() []Rule {
 	if ack {
 		out = append(out, Rule{PolicyRule: csvs("list", "watch"), Why: "watches for the CSV that replaces the running one (RequestAck)"})
 	}
+	modes := b.modes()
 	cr := Rule{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{gv.Group}, Resources: []string{b.Plural}, ResourceNames: []string{b.Source.Name}, Verbs: slices.Clone(sourceVerbs)},
-		Cluster: b.clusterSource(), Why: "reads and watches the status source"}
+		Cluster: b.clusterSource(), Where: modes.NotReached(b.Namespaced, b.Source.Namespace), Why: "reads and watches the status source"}
 	if ack {
 		cr.Verbs, cr.Why = slices.Clone(sourceAckVerbs), "reads and watches the status source and writes the upgrade request to it (RequestAck)"
 	}
 	out = append(out, cr)
 	if SecureMetrics(b.Container) {
 		why := "authenticates and authorizes the requests for its metrics (--" + FlagMetricsSecure + ")"
+		// The reviews are cluster-scoped resources.
+		cluster, where := modes.Reach(false, "") != ReachAll, modes.NotReached(false, "")
 		out = append(out,
-			Rule{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}}, Cluster: true, Why: why},
-			Rule{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}}, Cluster: true, Why: why})
+			Rule{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}}, Cluster: cluster, Where: where, Why: why},
+			Rule{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}}, Cluster: cluster, Where: where, Why: why})
 	}
 	return out
 }
 
-// clusterSource says the status-source CR is out of a namespaced Role's
-// reach: permissions are Roles in the operator's namespace, so a
-// cluster-scoped kind, or a namespace pinned by the status source, needs
-// clusterPermissions.
-func (b Bridge) clusterSource() bool { return !b.Namespaced || b.Source.Namespace != "" }
+// modes are the install modes the CSV supports.
+func (b Bridge) modes() Modes { return SupportedModes(b.InstallModes) }
+
+// clusterSource says permissions do not reach the status-source CR under
+// every install mode the CSV supports (a cluster-scoped kind or a pinned
+// namespace, unless AllNamespaces is the only mode), so only
+// clusterPermissions grant the bridge its rule on it.
+func (b Bridge) clusterSource() bool {
+	return b.modes().Reach(b.Namespaced, b.Source.Namespace) != ReachAll
+}
 
 // Missing returns what of needs the install strategy does not grant the
 // service account sa: each rule with only the verbs it lacks.
@@ -399,8 +418,12 @@ type Excess struct {
 
 // Broad finds sa's rules that are broader than the bridge needs, as older
 // `generate --bridge` wrote them: the bridge's verbs on the status source
-// without resourceNames, or through clusterPermissions where a Role in the
-// operator's namespace reaches it; and, when the bridge never reads the
+// without resourceNames (in permissions only where they reach it under
+// every install mode: elsewhere the rule does not count for the bridge),
+// or through clusterPermissions where a Role in the operator's namespace
+// reaches it and some install mode keeps permissions Roles (with
+// AllNamespaces the only mode, OLM lifts permissions to ClusterRoles, so
+// moving the rule narrows nothing); and, when the bridge never reads the
 // running CSV (its container sets EnvStatusSource, no RequestAck), the
 // get on CSVs it used to need. The account is the operator's too, so only
 // rules whose every verb is one the bridge uses (get, watch, patch on the
@@ -409,6 +432,8 @@ type Excess struct {
 func (b Bridge) Broad(install operatorsv1alpha1.StrategyDetailsDeployment, sa string) []Excess {
 	gv := b.Source.GroupVersion()
 	csvFree := SourceFromEnv(b.Container) && b.Source.Mode() != v1alpha1.HandshakeRequestAck
+	inPermissions := !b.clusterSource()              // a rule in permissions grants the bridge the CR
+	narrower := inPermissions && !b.modes().Lifted() // and there it is narrower than in clusterPermissions
 	var out []Excess
 	for _, cluster := range []bool{false, true} {
 		perms := install.Permissions
@@ -423,10 +448,10 @@ func (b Bridge) Broad(install operatorsv1alpha1.StrategyDetailsDeployment, sa st
 				var fix []string
 				switch {
 				case only(r, gv.Group, b.Plural) && len(r.Verbs) > 0 && subset(r.Verbs, sourceAckVerbs):
-					if len(r.ResourceNames) == 0 && (cluster || !b.clusterSource()) {
+					if len(r.ResourceNames) == 0 && (cluster || inPermissions) {
 						fix = append(fix, fmt.Sprintf("add resourceNames: [%s], the one object the bridge reads", b.Source.Name))
 					}
-					if cluster && !b.clusterSource() {
+					if cluster && narrower {
 						fix = append(fix, "move it to permissions: a Role in the operator's namespace reaches the status source")
 					}
 				case csvFree && only(r, contract.CSVResource.Group, contract.CSVResource.Resource) && len(r.ResourceNames) == 0 && !cluster && slices.Equal(r.Verbs, []string{"get"}):

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -98,12 +99,29 @@ type rbacCase struct {
 	namespaced bool
 	container  corev1.Container
 	install    operatorsv1alpha1.StrategyDetailsDeployment
-	want       []string
+	// modes are the CSV's supported install modes; none reads as no mode
+	// lifting permissions.
+	modes []operatorsv1alpha1.InstallModeType
+	want  []string
 }
 
 func (c rbacCase) bridge() Bridge {
-	return Bridge{Source: c.src, CSV: "cool.v1", Plural: "cools", Namespaced: c.namespaced, Container: c.container}
+	return Bridge{Source: c.src, CSV: "cool.v1", Plural: "cools", Namespaced: c.namespaced, Container: c.container, InstallModes: installModes(c.modes...)}
 }
+
+// installModes is spec.installModes with the given modes supported.
+func installModes(supported ...operatorsv1alpha1.InstallModeType) []operatorsv1alpha1.InstallMode {
+	var out []operatorsv1alpha1.InstallMode
+	for _, t := range []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeOwnNamespace, operatorsv1alpha1.InstallModeTypeSingleNamespace, operatorsv1alpha1.InstallModeTypeMultiNamespace, operatorsv1alpha1.InstallModeTypeAllNamespaces} {
+		out = append(out, operatorsv1alpha1.InstallMode{Type: t, Supported: slices.Contains(supported, t)})
+	}
+	return out
+}
+
+var (
+	allOnly   = []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeAllNamespaces}
+	allAndOwn = []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeOwnNamespace, operatorsv1alpha1.InstallModeTypeAllNamespaces}
+)
 
 // TestNeedsAndMissing: what the bridge needs, by mode, container and
 // scope, is what a bundle that grants nothing lacks, each rule by name
@@ -138,6 +156,21 @@ func TestNeedsAndMissing(t *testing.T) {
 		{name: "secure metrics ask the apiserver to authenticate and authorize", src: cool("", ""), namespaced: true, container: secure,
 			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("authentication.k8s.io", "tokenreviews", "create"))},
 			want:    []string{`get, watch on cools.cool.io ("cool")`, `create on tokenreviews.authentication.k8s.io`, `create on subjectaccessreviews.authorization.k8s.io`}},
+		// OLM lifts permissions to ClusterRoles under AllNamespaces.
+		{name: "a cluster-scoped kind in permissions, AllNamespaces the only mode", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: false, container: generated, modes: allOnly,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("operators.coreos.com", "clusterserviceversions", "list", "watch"), named(rule("cool.io", "cools", "get", "watch", "patch"), "cool"))}},
+		{name: "a cluster-scoped kind in permissions, AllNamespaces beside OwnNamespace", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: false, container: generated, modes: allAndOwn,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("operators.coreos.com", "clusterserviceversions", "list", "watch"), named(rule("cool.io", "cools", "get", "watch", "patch"), "cool"))},
+			want:    []string{`get, watch, patch on cools.cool.io ("cool")`}},
+		{name: "a pinned namespace in permissions, AllNamespaces the only mode", src: cool("", "elsewhere"), namespaced: true, container: generated, modes: allOnly,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"))}},
+		{name: "the reviews of secure metrics in permissions, AllNamespaces the only mode", src: cool("", ""), namespaced: true, container: secure, modes: allOnly,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"),
+				rule("authentication.k8s.io", "tokenreviews", "create"), rule("authorization.k8s.io", "subjectaccessreviews", "create"))}},
+		{name: "the reviews of secure metrics in permissions, AllNamespaces beside OwnNamespace", src: cool("", ""), namespaced: true, container: secure, modes: allAndOwn,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"),
+				rule("authentication.k8s.io", "tokenreviews", "create"), rule("authorization.k8s.io", "subjectaccessreviews", "create"))},
+			want: []string{`create on tokenreviews.authentication.k8s.io`, `create on subjectaccessreviews.authorization.k8s.io`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +208,8 @@ func TestNeedsAreByName(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Bridge{Source: tt.src, CSV: "cool.v1", Plural: "cools", Namespaced: tt.namespaced, Container: tt.container}.Needs()
 			for i := range got {
-				got[i].Why = ""
+				assert.Equal(t, got[i].Cluster, got[i].Where != "", "a rule only clusterPermissions grant says why")
+				got[i].Why, got[i].Where = "", ""
 			}
 			assert.Equal(t, tt.want, got)
 		})
@@ -211,6 +245,21 @@ func TestBroad(t *testing.T) {
 			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"))}},
 		{name: "a Role rule for a cluster-scoped kind is not the bridge's", src: cool("", ""), namespaced: false, container: generated,
 			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("cool.io", "cools", "get", "watch"))}},
+		// OLM lifts permissions to ClusterRoles under AllNamespaces.
+		{name: "a ClusterRole by name where only the lifted permissions reach: moving it narrows nothing", src: cool("", ""), namespaced: true, container: generated, modes: allOnly,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"))}},
+		{name: "a ClusterRole by name where a Role reaches under OwnNamespace", src: cool("", ""), namespaced: true, container: generated, modes: allAndOwn,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", named(rule("cool.io", "cools", "get", "watch"), "cool"))},
+			want:    []string{"clusterPermissions[0].rules[0] get, watch on cools.cool.io (\"cool\"): move it to permissions: a Role in the operator's namespace reaches the status source"}},
+		{name: "a cluster-scoped kind by name in lifted permissions", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: false, container: generated, modes: allOnly,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", named(rule("cool.io", "cools", "get", "watch", "patch"), "cool"))}},
+		{name: "a cluster-scoped kind by name in a ClusterRole, AllNamespaces the only mode", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: false, container: generated, modes: allOnly,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{ClusterPermissions: perms("op", named(rule("cool.io", "cools", "get", "watch", "patch"), "cool"))}},
+		{name: "a cluster-scoped kind without a name in lifted permissions", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: false, container: generated, modes: allOnly,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("cool.io", "cools", "get", "watch", "patch"))},
+			want:    []string{"permissions[0].rules[0] get, watch, patch on cools.cool.io: add resourceNames: [cool], the one object the bridge reads"}},
+		{name: "a cluster-scoped kind without a name in permissions, AllNamespaces beside OwnNamespace: not the bridge's", src: cool(v1alpha1.HandshakeRequestAck, ""), namespaced: false, container: generated, modes: allAndOwn,
+			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("cool.io", "cools", "get", "watch", "patch"))}},
 		{name: "the CSV get freshness mode no longer needs", src: cool("", ""), namespaced: true, container: generated,
 			install: operatorsv1alpha1.StrategyDetailsDeployment{Permissions: perms("op", rule("cool.io", "cools", "*"), csvGet)},
 			want:    []string{"permissions[0].rules[1] get on clusterserviceversions.operators.coreos.com: remove it unless the operator itself reads CSVs: the bridge reads the status source from STATUSCHECK_STATUS_SOURCE (the downward API) and no CSV"}},
