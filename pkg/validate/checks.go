@@ -299,7 +299,7 @@ func checkObservedGeneration(ctx *Context) []Issue {
 		// item 4).
 		is := atKey(ctx.CRD.Doc, where,
 			"%s keeps status.observedGeneration but not the condition's observedGeneration: version %s of CRD %s prunes it, and OLM's gate compares the condition's own observedGeneration (absent reads as 0), so it would never open on such a condition; only the strict policy reads status.observedGeneration", statusWriteText, ctx.Version.Name, ctx.CRD.Name())
-		if _, bridge := ctx.CSV.Obj.Annotations[sidecar.AnnotationKey]; bridge {
+		if ctx.bridgeMeant() {
 			// statuscheck bridge judges the CR under the strict policy
 			// (pkg/bridge.Decide), which reads status.observedGeneration:
 			// on OLM v0 with the bridge the gate opens; only a lifecycle

@@ -52,11 +52,7 @@ func wiring(ctx *Context) (by string, conflict bool) {
 	if ctx.Source == nil {
 		return "", false
 	}
-	// The declaration is the author's intent: a broken one (no such
-	// container, a value that does not parse, a container that does not
-	// run the bridge) is bridge-container-missing's error, and the
-	// verdict then says the status source cannot work as declared.
-	_, bridge := ctx.CSV.Obj.Annotations[sidecar.AnnotationKey]
+	bridge := ctx.bridgeMeant()
 	oc := ctx.Source.Mode() == v1alpha1.HandshakeOperatorCondition
 	switch {
 	case bridge && oc:
@@ -67,6 +63,16 @@ func wiring(ctx *Context) (by string, conflict bool) {
 		return result.HeldByOperatorCondition, false
 	}
 	return "", false
+}
+
+// bridgeMeant reports whether the CSV declares the bridge. The declaration
+// is the author's intent: a broken one (no such container, a value that
+// does not parse, a container that does not run the bridge) is
+// bridge-container-missing's error, and the verdict then says the status
+// source cannot work as declared.
+func (ctx *Context) bridgeMeant() bool {
+	_, ok := ctx.CSV.Obj.Annotations[sidecar.AnnotationKey]
+	return ok
 }
 
 // judged reports whether the verdict applies: a CSV whose annotation
