@@ -138,7 +138,7 @@ func Protection(ctx *Context) []result.Protection {
 		res := ctx.search()
 		if res != nil {
 			for _, c := range res.Counterexamples {
-				if ProtocolRule(c.Violation.Rule) && c.Violation.Severity == result.Error {
+				if ProtocolRule(c.Violation.Rule) && c.Violation.Severity == result.Error && !slices.Contains(races, c.Violation.Rule) {
 					races = append(races, c.Violation.Rule)
 				}
 			}
@@ -152,7 +152,7 @@ func Protection(ctx *Context) []result.Protection {
 			v0.Reason = writer + ", but the protocol search could not model the bundle's configuration, so nothing shows the upgrade is held: " + ctx.searchErr
 			v0.Remedy = "see upgrade-unverified"
 		case len(races) > 0:
-			v0.Reason = writer + ", but the protocol search found " + strings.Join(dedupe(races), ", ")
+			v0.Reason = writer + ", but the protocol search found " + strings.Join(races, ", ")
 			v0.Remedy = "see those findings"
 			if by == result.HeldByOperatorCondition {
 				v0.Remedy += "; the operator's OperatorCondition copy lags its CR: " + ctx.fixes()
@@ -180,18 +180,6 @@ func Protection(ctx *Context) []result.Protection {
 			Reason: "applied as plain manifests (kubectl, Helm, kustomize), nothing reads the condition before the new operator replaces the old",
 			Remedy: fmt.Sprintf("wait before applying the new version: the CR's %s condition True with observedGeneration equal to metadata.generation (kubectl wait --for=condition=%s=True does not compare generations)", ctx.Source.ConditionTypes()[0], ctx.Source.ConditionTypes()[0])},
 	}
-}
-
-func dedupe(s []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range s {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // doubtRules are the warnings that put the gate in doubt: the CR may never
