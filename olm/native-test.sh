@@ -7,7 +7,9 @@
 # It runs: the status-source unit tests the patches add to OLM's own
 # package; the existing scenarios that do not depend on OLM ignoring the
 # annotation (NATIVE_EXISTING), unchanged; and the tests only the patched
-# OLM passes (-tags olmnative: test/olm/native_test.go). `make
+# OLM passes (-tags olmnative: test/olm/native_test.go;
+# native_bridge_test.go, the bridge's scenarios without the bridge;
+# native_requestack_test.go, patch 0003's RequestAck). `make
 # olm-native-test` runs it; RUN=REGEX runs other tests of test/olm instead.
 set -euo pipefail
 GO=${GO:-go}
@@ -22,7 +24,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # on an outdated condition, which the patched OLM holds: it times out
 # there), the bridge's tests (on the status-source bundle the patched OLM
 # reads the CR itself and its Pending message is its own, so, tried on
-# TestDefect1FreshUnknownHolds, they wait for the bridge's in vain), and the image's (TestBridgeContainerAsOLMDeploysIt,
+# TestDefect1FreshUnknownHolds, they wait for the bridge's in vain: their
+# versions without the bridge are native_bridge_test.go's), and the image's (TestBridgeContainerAsOLMDeploysIt,
 # TestScorecardRecipe: make olm runs them).
 NATIVE_EXISTING='TestClusterStarts|TestContractStatusCopy|TestContractUnknownAllows|TestPoint1FirstInstallWithReplaces|TestPoint2OperatorConditionDeletedAndMadeAgain|TestPoint3SpecChangeBetweenCommitAndReplacement|TestPoint4CRDeletedWithFinalizer|TestPoint5FailedReplacementIsGatedAgain|TestPoint6HeldAndReleased|TestPoint7RunningCSVGoneSkipsTheGate|TestPoint7UnsafeFailForwardSkipsTheGate|TestPoint8ListsAtOneRevision|TestPoint9OneWriteWithoutStatusSubresource|TestAdminOverride'
 RUN=${RUN:-"^(${NATIVE_EXISTING}|TestNative.*)\$"}
@@ -42,7 +45,7 @@ $GO test -modfile="$tmp/go.mod" -count=1 -run 'StatusSource' "$MODULE/pkg/contro
 echo "== test/olm on the patched OLM (-tags olmnative, -run '$RUN')"
 $GO vet -modfile="$tmp/go.mod" -tags olmnative ./...
 set +e
-$GO test -modfile="$tmp/go.mod" -tags olmnative -count=1 -v -run "$RUN" ./... 2>&1 | tee "$tmp/test.log" | grep -E --line-buffered '^(=== RUN|--- |PASS|FAIL|ok|panic)|release latency'
+$GO test -modfile="$tmp/go.mod" -tags olmnative -count=1 -v -run "$RUN" ./... 2>&1 | tee "$tmp/test.log" | grep -E --line-buffered '^(=== RUN|--- |PASS|FAIL|ok|panic)|release latency|^ +native[a-z_]*_test.go:[0-9]+: '
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" -ne 0 ]; then

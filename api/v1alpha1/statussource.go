@@ -17,6 +17,13 @@ const (
 	// DefaultRequestAnnotation is the annotation the seed's RequestAck flow
 	// writes its token to.
 	DefaultRequestAnnotation = "operatorframework.io/upgrade-request"
+	// RequestRecordAnnotation is where a lifecycle manager that implements
+	// the RequestAck handshake (OLM with olm/patches, its
+	// StatusSourceRequestAnnotationKey) keeps its request on the status
+	// source: the token, the CSV it is for, the generation it was written
+	// at and the CR's uid. It is the manager's bookkeeping of the request,
+	// not a user's write.
+	RequestRecordAnnotation = "operatorframework.io/status-source-request"
 	// ConditionUpgradeable is the condition type OLM gates upgrades on
 	// (operatorsv1.Upgradeable in operator-framework/api).
 	ConditionUpgradeable = "Upgradeable"

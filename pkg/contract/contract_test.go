@@ -122,6 +122,10 @@ func TestGate(t *testing.T) {
 	}{
 		{name: "absent object, default", src: src, obs: Observation{}, olm: Allow, strict: Allow, naive: Allow},
 		{name: "absent object, whenAbsent Block", src: block, obs: Observation{}, olm: Block, strict: Block, naive: Block},
+		// The issue 28 order: an admin's override wins over a missing
+		// status source, as it wins everything in OLM's gate.
+		{name: "override True beats whenAbsent Block", src: block, obs: Observation{Overrides: []Condition{{Type: "Upgradeable", Status: "True"}}}, olm: Allow, strict: Allow, naive: Allow, reason: "override"},
+		{name: "override False beats whenAbsent Allow", src: src, obs: Observation{Overrides: []Condition{{Type: "Upgradeable", Status: "False"}}}, olm: Block, strict: Block, naive: Block, reason: "override"},
 		{name: "no condition", src: src, obs: Observation{Exists: true, Generation: 3}, olm: Allow, strict: Block, naive: Allow, reason: "no Upgradeable condition"},
 		{name: "fresh True", src: src, obs: Observation{Exists: true, Generation: 3, Conditions: []Condition{up("True", gen(3))}}, olm: Allow, strict: Allow, naive: Allow},
 		{name: "outdated True (the seed's 15 vs 16)", src: src, obs: Observation{Exists: true, Generation: 16, Conditions: []Condition{up("True", gen(15))}}, olm: Block, strict: Block, naive: Allow, reason: "outdated"},

@@ -302,7 +302,10 @@ func Decide(p Policy, src *v1alpha1.StatusSource, cr, oc Observation, req Reques
 // PolicyOLM reproduces isOperatorUpgradeable from operator-lifecycle-manager
 // pkg/controller/operators/olm/operatorconditions.go (master, and every
 // release since v0.18.3):
-//  1. object not found: upgradeable (here: src.whenAbsent, default Allow);
+//  1. object not found: upgradeable (here: src.whenAbsent, default Allow,
+//     after step 2: the OperatorCondition's overrides exist without the
+//     CR, and an admin's override wins over a missing status source as it
+//     wins everything else);
 //  2. the first spec.overrides entry of type Upgradeable decides: True
 //     allows, anything else blocks;
 //  3. the first status condition of the type: "c.ObservedGeneration !=
@@ -316,14 +319,16 @@ func Decide(p Policy, src *v1alpha1.StatusSource, cr, oc Observation, req Reques
 // generation: it blocks). PolicyStrict lets it fall back to
 // status.observedGeneration (the contract's extension).
 func Gate(p Policy, src *v1alpha1.StatusSource, o Observation) Decision {
+	// An admin's override wins everything, a missing status source too,
+	// as it wins everything in OLM's isOperatorUpgradeable.
+	if d, ok := Override(o.Overrides); ok {
+		return d
+	}
 	if !o.Exists {
 		if src != nil && src.Absent() == v1alpha1.WhenAbsentBlock {
 			return Decision{Block, "status source does not exist (whenAbsent: Block)"}
 		}
 		return Decision{Allow, "status source does not exist (whenAbsent: Allow)"}
-	}
-	if d, ok := Override(o.Overrides); ok {
-		return d
 	}
 	types := []string{ConditionUpgradeable}
 	if src != nil {
@@ -349,11 +354,11 @@ func Gate(p Policy, src *v1alpha1.StatusSource, o Observation) Decision {
 // (docs/contract.md section 6). RequestAck is the contract's proposal:
 // OLM v0 implements only the OperatorCondition flow.
 func RequestAckGate(p Policy, src *v1alpha1.StatusSource, o Observation, req Request) Decision {
-	if !o.Exists {
-		return Gate(p, src, o)
-	}
 	if d, ok := Override(o.Overrides); ok {
 		return d
+	}
+	if !o.Exists {
+		return Gate(p, src, o)
 	}
 	if !req.Standing {
 		return Decision{Block, "no upgrade request stands"}

@@ -119,6 +119,8 @@ steps:
 - {actor: olm, check: {}}
 - {actor: user, delete: {}}
 - {actor: olm, check: {}}
+- {actor: admin, target: OperatorCondition, update: {spec: {overrides: []}}}
+- {actor: olm, check: {}}
 `
 	tr, err := trace.OpenReader("t.yaml", strings.NewReader(traceHead+initial), trace.OpenOptions{Limits: trace.DefaultLimits})
 	require.NoError(t, err)
@@ -135,6 +137,9 @@ steps:
 	assert.Equal(t, [][]string{
 		{"Upgradeable=True is outdated (observedGeneration 1, generation 2)", "Upgradeable=True is outdated (observedGeneration 1, generation 2)", "Upgradeable=True (observedGeneration 1, generation 2: not read)"},
 		{"Upgradeable=False (reason Migrating)", "Upgradeable=False (reason Migrating)", "Upgradeable=False (reason Migrating)"},
+		{"admin override: the OperatorCondition's spec.overrides Upgradeable=True", "admin override: the OperatorCondition's spec.overrides Upgradeable=True", "admin override: the OperatorCondition's spec.overrides Upgradeable=True"},
+		// The override wins over a missing status source, as it wins
+		// everything in OLM's isOperatorUpgradeable.
 		{"admin override: the OperatorCondition's spec.overrides Upgradeable=True", "admin override: the OperatorCondition's spec.overrides Upgradeable=True", "admin override: the OperatorCondition's spec.overrides Upgradeable=True"},
 		{"status source does not exist (whenAbsent: Allow)", "status source does not exist (whenAbsent: Allow)", "status source does not exist (whenAbsent: Allow)"},
 	}, why)

@@ -219,6 +219,16 @@ func (d *differ) observe(ob recording) error {
 			delete(metaPatch, "finalizers") // only the collector's, which the delete adds
 		}
 	}
+	// A lifecycle manager's record of its request comes with the request,
+	// in the same write: bookkeeping, not a user's change.
+	if ann, ok := metaPatch["annotations"].(map[string]interface{}); ok {
+		if _, ok := ann[v1alpha1.RequestRecordAnnotation]; ok {
+			delete(ann, v1alpha1.RequestRecordAnnotation)
+			if len(ann) == 0 {
+				delete(metaPatch, "annotations")
+			}
+		}
+	}
 	if req := d.request(); req != nil && req.Annotation != "" {
 		if ann, ok := metaPatch["annotations"].(map[string]interface{}); ok {
 			if tok, ok := ann[req.Annotation]; ok && tok != nil {
