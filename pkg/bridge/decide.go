@@ -61,6 +61,9 @@ const (
 	// ReasonUnreadable: the OperatorCondition can be read but the CR
 	// cannot.
 	ReasonUnreadable = "StatusSourceUnreadable"
+	// ReasonManagerRequests: the lifecycle manager makes its own RequestAck
+	// requests (OLM with olm/patches): the bridge makes none.
+	ReasonManagerRequests = "LifecycleManagerRequests"
 )
 
 // FieldManager is the field manager the bridge writes under; an
@@ -308,6 +311,12 @@ func decideRequestAck(in Input, o contract.Observation) Decision {
 	case !o.Exists:
 		d.Gate = contract.Gate(contract.PolicyStrict, in.Source, o)
 		d.Condition = condition(d.Gate.Verdict, ReasonAbsent, d.Gate.Reason)
+	case managerRequests(in.CR):
+		// Two requesters would each take the other's token for a
+		// revert and ask again, for ever. A lifecycle manager that makes
+		// its own requests reads the status source itself and ignores
+		// this entry, so the bridge stands down, holding.
+		block(ReasonManagerRequests, "the lifecycle manager makes its own upgrade requests to the CR (its annotation %s): the bridge makes none, so that the two do not supersede each other's tokens; an OLM that reads the status source ignores this entry (remove the bridge, or the annotation if this OLM no longer reads it)", v1alpha1.RequestRecordAnnotation)
 	case next == "":
 		block(ReasonNoRequest, "no upgrade requested: no CSV replaces %s", in.Running)
 		if rec != nil && rec.CSV != "" {
@@ -336,6 +345,14 @@ func decideRequestAck(in Input, o contract.Observation) Decision {
 		}
 	}
 	return d
+}
+
+// managerRequests reports whether a lifecycle manager keeps its own
+// RequestAck request on the CR (v1alpha1.RequestRecordAnnotation), standing
+// or withdrawn.
+func managerRequests(cr *unstructured.Unstructured) bool {
+	_, ok := cr.GetAnnotations()[v1alpha1.RequestRecordAnnotation]
+	return ok
 }
 
 // standing reads the request the CR holds for the replacing CSV next. ok

@@ -188,6 +188,17 @@ func withRecord(u *unstructured.Unstructured, rec RequestRecord, token string) *
 // the running one; then the request (typed as the CRD types the token),
 // read back from the CR on every decision; True only on a fresh True
 // answer to it.
+// withManagerRecord is u with a lifecycle manager's request record.
+func withManagerRecord(u *unstructured.Unstructured, raw string) *unstructured.Unstructured {
+	a := u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[v1alpha1.RequestRecordAnnotation] = raw
+	u.SetAnnotations(a)
+	return u
+}
+
 func TestDecideRequestAck(t *testing.T) {
 	src := source(v1alpha1.HandshakeRequestAck, "")
 	next := []operatorsv1alpha1.ClusterServiceVersion{csv("cool-operator.v0.1.0", "", false), csv("cool-operator.v0.2.0", "cool-operator.v0.1.0", false)}
@@ -233,6 +244,13 @@ func TestDecideRequestAck(t *testing.T) {
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonNoRequest,
 			wantRequest: map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{AnnotationRequest: record(RequestRecord{Token: 1})}},
 				"spec": map[string]interface{}{"upgradeRequest": nil}}, wantToken: 1},
+		// The patched OLM (olm/patches 0003) makes its own requests: the
+		// bridge would take OLM's token for a revert and ask again, and
+		// OLM the bridge's, for ever. It stands down, holding.
+		{name: "OLM makes its own requests: the bridge makes none", in: Input{CR: withManagerRecord(cr(3, "Upgradeable=True@3"), `{"token":1,"csv":"cool-operator.v0.2.0","generation":3}`), CSVs: next},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonManagerRequests},
+		{name: "OLM's withdrawn request still says it makes its own", in: Input{CR: withManagerRecord(standing(cr(4, "Upgradeable=True@4")), `{"token":1}`), CSVs: next},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonManagerRequests},
 		{name: "a withdrawn request is not withdrawn again", in: Input{CR: withRecord(cr(4, "Upgradeable=True@4"), RequestRecord{Token: 1}, ""), CSVs: next[:1]},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonNoRequest},
 	}

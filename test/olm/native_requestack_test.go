@@ -37,8 +37,11 @@ import (
 type olmRecord struct {
 	Token      int64  `json:"token"`
 	CSV        string `json:"csv"`
+	Namespace  string `json:"namespace"`
 	Generation int64  `json:"generation"`
 	UID        string `json:"uid"`
+	SpecPath   string `json:"specPath"`
+	Annotation string `json:"annotation"`
 }
 
 // olmRequest is OLM's request as the CR holds it: the token at
@@ -99,7 +102,7 @@ func TestNativeRequestAck(t *testing.T) {
 	spec, _, r := w.olmRequest()
 	require.Equal(t, "1", spec, "OLM's request at spec.upgradeRequest")
 	require.NotNil(t, r, "OLM's record of its request on the CR")
-	assert.Equal(t, olmRecord{Token: 1, CSV: v2, Generation: before, UID: r.UID}, *r)
+	assert.Equal(t, olmRecord{Token: 1, CSV: v2, Namespace: w.ns, Generation: before, UID: r.UID, SpecPath: ".spec.upgradeRequest"}, *r)
 	gen := w.generation()
 	require.Equal(t, before+1, gen, "the spec request moved the generation")
 
@@ -245,12 +248,12 @@ func TestNativeRequestStateLivesInTheCluster(t *testing.T) {
 // waits the handshake adds: from the replacing CSV's creation to OLM's
 // request on the CR, and from the operator's answer (a True for the
 // request's generation, written at once) to the replacement leaving
-// Pending. Both must be under a second: OLM's request and its release
+// Pending; and the window after the commit that the handshake covers. Both must be under a second: OLM's request and its release
 // ride on watch events (the CSV's, and the status source informer's), not
 // on a resync.
 func TestNativeRequestAckLatency(t *testing.T) {
 	const runs = 5
-	var asked, released []time.Duration
+	var asked, released, window []time.Duration
 	for i := 0; i < runs; i++ {
 		w := newWorld(t, "request-spec")
 		w.running(false)
@@ -262,10 +265,17 @@ func TestNativeRequestAckLatency(t *testing.T) {
 		})
 		asked = append(asked, time.Since(start))
 		released = append(released, w.releaseLatency(v2, w.generation()))
+		committed := time.Now()
 		w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
+		window = append(window, time.Since(committed))
 	}
 	t.Logf("request latency (CSV created to OLM's request on the CR, %d runs): %v", runs, roundAll(asked))
 	t.Logf("answer latency (operator's answer to the replacement leaving Pending, %d runs): %v", runs, roundAll(released))
+	// The window the handshake closes: after OLM's commit (v2 leaves
+	// Pending) the gate is not asked again, and a False written before v2
+	// runs is not seen; the operator that answered True starts nothing new
+	// meanwhile. Polled every 50 ms.
+	t.Logf("commit-to-replacement window (v2 leaving Pending to v2 Succeeded, %d runs): %v", runs, roundAll(window))
 	for i := range asked {
 		assert.Less(t, asked[i], 5*time.Second, "run %d: the request", i)
 		assert.Less(t, released[i], time.Second, "run %d: the release", i)
@@ -278,4 +288,51 @@ func roundAll(ds []time.Duration) []time.Duration {
 		out[i] = d.Round(time.Millisecond)
 	}
 	return out
+}
+
+// TestNativeRequestAckChain (review finding 1 on patch 0003): v2 is held
+// on its request when v3, which replaces v2, arrives. v3's gate reads
+// v2's annotation, which names the same CR: the running operator's.
+// Asking for itself, v3 would take v2's request for a stale one and the
+// two would supersede each other's tokens on every sync for ever; v3
+// asks nothing of its own, and the request to the running operator, made
+// for v2, stands and counts for both. The operator's one answer releases
+// the chain.
+func TestNativeRequestAckChain(t *testing.T) {
+	w := newWorld(t, "request-spec")
+	w.running(false)
+	w.installCSV(v2, "0.2.0", v1)
+	w.waitHeld(v2, "upgrade request 1 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
+	w.installCSV(v3, "0.3.0", v2)
+	w.waitHeld(v3, "upgrade request 1 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
+	gen := w.generation()
+	time.Sleep(3 * time.Second) // many syncs of both Pending CSVs
+	spec, _, r := w.olmRequest()
+	require.NotNil(t, r)
+	assert.Equal(t, "1", spec, "one request for the chain, not one per CSV")
+	assert.Equal(t, olmRecord{Token: 1, CSV: v2, Namespace: w.ns, Generation: r.Generation, UID: r.UID, SpecPath: ".spec.upgradeRequest"}, *r)
+	assert.Equal(t, gen, w.generation(), "no request written since: the generation stays")
+	for _, csv := range []string{v2, v3} {
+		phase, reason, msg := w.csvMessage(csv)
+		assert.Equal(t, "Pending/OperatorConditionNotUpgradeable", phase+"/"+reason, "%s: %s", csv, msg)
+	}
+
+	// The answer releases v2, or v3 (OLM's replacement chain decides which
+	// goes first). Once v2 runs, it is the running operator: its request
+	// 1 is withdrawn when it succeeds, and v3 asks it, with token 2.
+	w.reports(metav1.ConditionTrue, "UpgradeRequestAccepted", gen)
+	asked := false
+	w.waitUntil("v3 to succeed, or to ask v2's operator", 90*time.Second, func() bool {
+		phase, _, msg := w.csvMessage(v3)
+		asked = phase == string(operatorsv1alpha1.CSVPhasePending) && strings.Contains(msg, "upgrade request 2 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
+		return asked || phase == string(operatorsv1alpha1.CSVPhaseSucceeded)
+	})
+	if asked {
+		spec, _, r := w.olmRequest()
+		assert.Equal(t, "2", spec, "v3 asks the operator v2 now runs, with the next token")
+		assert.Equal(t, v3, r.CSV)
+		w.reports(metav1.ConditionTrue, "UpgradeRequestAccepted", w.generation())
+	}
+	t.Logf("v2 ran before v3 and was asked again: %v", asked)
+	w.waitCSV(v3, operatorsv1alpha1.CSVPhaseSucceeded, "")
 }

@@ -1,0 +1,216 @@
+//go:build olmnative
+
+package olm
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// elsewhere is how many CRs of the status source's kind the heap
+// measurement makes in other namespaces, per step.
+const elsewhere = 1000
+
+// TestNativeLoad is the apiserver load of the patched OLM's gate while it
+// holds a replacement, and the cost of its status-source informer: v1 of
+// the status-source bundle runs, the operator reports Upgradeable=False
+// on the CR, v2 is held; for loadWindow nothing writes, and the
+// apiserver's counters (load_test.go) say what every client asked of it.
+//
+// OLM syncs the held v2 many times in the window, and every sync of it
+// runs the gate just after a GET of the CSV it replaces, so the window's
+// GETs of clusterserviceversions count the gate's runs (load_test.go,
+// report). Once its informer has synced, the gate reads the CR from the
+// cache: the bound is no GET (nor LIST) of the CR in the window, against
+// thousands of gate runs (a gate that read the apiserver would GET the CR
+// once a run), and one WATCH, open throughout.
+//
+// The informer watches the kind in all namespaces, so its heap grows
+// with every CR of the kind in the cluster: the test makes elsewhere CRs
+// in other namespaces before the informer starts, then, once v2 is
+// released and OLM is quiet, elsewhere more, and compares the live heap
+// (heapPerObject).
+func TestNativeLoad(t *testing.T) {
+	w := newWorld(t, "none")
+	w.running(false)
+	gen := w.generation()
+	w.reports(metav1.ConditionFalse, "Migrating", gen)
+
+	// Step A of the heap measurement: CRs elsewhere, before any informer
+	// watches the kind (an earlier test of this binary may have started
+	// it: the informer runs for the life of OLM).
+	started := openWatches(scrapeLoad(t, w.c).open, coolGVR.Resource) > 0
+	var h0, hA uint64
+	if !started {
+		h0 = liveHeap()
+		begin := time.Now()
+		w.crsElsewhere("a", elsewhere)
+		hA = liveHeap()
+		t.Logf("%d CRs made in other namespaces in %s", elsewhere, time.Since(begin).Round(time.Millisecond))
+	}
+
+	w.installCSV(v2, "0.2.0", v1)
+	w.waitHeld(v2, `"Upgradeable"="False": Migrating`)
+	// The informer has synced once its WATCH is open (after the LIST, or
+	// the watch-list's initial events); then a second for the gate to
+	// have taken the cache path.
+	w.waitUntil("the status-source informer's watch", 30*time.Second, func() bool {
+		return openWatches(scrapeLoad(t, w.c).open, coolGVR.Resource) >= 1
+	})
+	time.Sleep(time.Second)
+
+	s0 := scrapeLoad(t, w.c)
+	time.Sleep(loadWindow)
+	s1 := scrapeLoad(t, w.c)
+	d := s1.since(s0)
+	phase, reason, msg := w.csvMessage(v2)
+	require.Equal(t, "Pending/OperatorConditionNotUpgradeable", phase+"/"+reason, "v2 held throughout: %s", msg)
+	runs := d.count("clusterserviceversions", "", "GET")
+	logLoad(t, d.report("native (patched OLM reads the CR)")...)
+
+	assert.Positive(t, runs, "OLM ran the gate in the window (else the bound on GETs of the CR says nothing)")
+	assert.Zero(t, d.count(coolGVR.Resource, "*", "GET"), "the gate reads the CR from its informer's cache: no GET of the CR in %s, over %g runs of the gate", d.window, runs)
+	assert.Zero(t, d.count(coolGVR.Resource, "*", "LIST"), "no relist of the CR's kind")
+	assert.Zero(t, d.count(coolGVR.Resource, "*", "WATCH"), "no watch of the CR's kind ended (and was opened again) in the window")
+	b, a := d.openWatches(coolGVR.Resource)
+	assert.Equal(t, []float64{1, 1}, []float64{b, a}, "exactly one watch of the CR's kind (the informer's), open at the window's start and end")
+	for _, r := range gateResources {
+		for _, verb := range []string{"CREATE", "UPDATE", "PATCH", "DELETE"} {
+			assert.Zero(t, d.count(r, "*", verb), "no %s of %s while v2 is held and nothing changes", verb, r)
+		}
+	}
+
+	// The release, counted too: an Allow is read again from the
+	// apiserver before OLM acts on it (olm/patches 0004), a GET or a few
+	// (the queue may run the gate again before v2's new phase is in
+	// OLM's cache). OLM is quiet again once v1 is gone.
+	r0 := scrapeLoad(t, w.c)
+	w.reports(metav1.ConditionTrue, "Idle", gen)
+	w.waitUntil("v2 to leave Pending", 30*time.Second, func() bool {
+		p, _, _ := w.csvMessage(v2)
+		return p != "" && p != string(operatorsv1alpha1.CSVPhasePending)
+	})
+	r := scrapeLoad(t, w.c).since(r0)
+	logLoad(t, fmt.Sprintf("load native (patched OLM reads the CR): the release (a fresh True until v2 leaves Pending, %s): GETs of the CR %g (one is the test's own read before its status write)",
+		r.window.Round(time.Millisecond), r.count(coolGVR.Resource, "*", "GET")))
+	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
+	w.waitCSVGone(v1)
+
+	// Step B: as many CRs again, with the informer running.
+	if started {
+		logLoad(t, "heap: the status-source informer was running before the test (an earlier test started it): its heap cost is not measured here; run TestNativeLoad alone (RUN='^TestNativeLoad$')")
+		return
+	}
+	if !csvQueueQuiet(t, w, 30*time.Second) {
+		logLoad(t, "heap: OLM's CSV queue stays busy (a replacement of an earlier test is held): the heap is too noisy to measure; run TestNativeLoad alone (RUN='^TestNativeLoad$')")
+		return
+	}
+	h1 := liveHeap()
+	events := scrapeLoad(t, w.c).watchEvents[coolGVR.Resource]
+	w.crsElsewhere("b", elsewhere)
+	// Each create and status write is an event to the informer (the
+	// kind's only watcher).
+	w.waitUntil("the informer's events for the CRs elsewhere", 60*time.Second, func() bool {
+		return scrapeLoad(t, w.c).watchEvents[coolGVR.Resource] >= events+2*elsewhere
+	})
+	time.Sleep(500 * time.Millisecond)
+	h2 := liveHeap()
+	logLoad(t, heapPerObject(elsewhere, h0, hA, h1, h2)...)
+}
+
+// heapPerObject reads the live heap around the steps: h0 to hA, n CRs
+// made elsewhere with no informer (the apiserver's watch cache and etcd
+// hold them); hA to h1, the informer started (it lists them into its
+// cache), v2 held, released and v1 deleted; h1 to h2, n more CRs made
+// with the informer running (watch cache, etcd and the informer's
+// cache). Two estimates of the informer's bytes per object:
+// (h1-hA)/n and ((h2-h1)-(hA-h0))/n. They agree only if the noise (every
+// goroutine of the apiserver, etcd and OLM allocates in this heap) is
+// small against the cost; when they do not, it says so instead of a
+// figure.
+func heapPerObject(n int, h0, hA, h1, h2 uint64) []string {
+	delta := func(a, b uint64) float64 { return float64(int64(b) - int64(a)) }
+	without := delta(h0, hA) / float64(n)
+	first := delta(hA, h1) / float64(n)
+	with := delta(h1, h2) / float64(n)
+	second := with - without
+	lines := []string{fmt.Sprintf("heap: live heap per CR made elsewhere (%d a step): without the informer %.0f B (the apiserver's watch cache, etcd); with it %.0f B; across the informer's start and the hold %.0f B (live heap %.1f, %.1f, %.1f, %.1f MiB)",
+		n, without, with, first, mib(h0), mib(hA), mib(h1), mib(h2))}
+	switch {
+	case first <= 0 || second <= 0 || first > 2*second || second > 2*first:
+		lines = append(lines, fmt.Sprintf("heap: the status-source informer's cost is not isolated: its two estimates (%.0f B, %.0f B per object) disagree beyond noise", first, second))
+	default:
+		lines = append(lines, fmt.Sprintf("heap: the status-source informer's cache costs about %.1f KiB per object of the kind in the cluster (estimates %.0f B and %.0f B), %.1f MiB per thousand",
+			(first+second)/2/1024, first, second, (first+second)/2*1000/(1<<20)))
+	}
+	return lines
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// crsElsewhere makes n CRs of the status source's kind, with an
+// Upgradeable condition in their status as an operator writes it, spread
+// over ten new namespaces, and deletes them when the test ends.
+func (w *world) crsElsewhere(tag string, n int) []string {
+	w.t.Helper()
+	ctx := context.Background()
+	var nss []string
+	for i := 0; i < 10; i++ {
+		ns, err := w.c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "load-" + tag + "-"}}, metav1.CreateOptions{})
+		require.NoError(w.t, err)
+		nss = append(nss, ns.Name)
+	}
+	w.t.Cleanup(func() {
+		for _, ns := range nss {
+			assert.NoError(w.t, w.c.Dyn.Resource(coolGVR).Namespace(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}))
+		}
+	})
+	jobs := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				errs <- w.crElsewhere(ctx, nss[i%len(nss)], fmt.Sprintf("cool-operator-%s-%d", tag, i))
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(w.t, err)
+	}
+	return nss
+}
+
+func (w *world) crElsewhere(ctx context.Context, ns, name string) error {
+	res := w.c.Dyn.Resource(coolGVR).Namespace(ns)
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": coolGVR.GroupVersion().String(), "kind": "CoolOperator",
+		"metadata": map[string]interface{}{"name": name, "namespace": ns}, "spec": map[string]interface{}{"storageLayer": "PostgreSQL"}}}
+	out, err := res.Create(ctx, obj, metav1.CreateOptions{FieldManager: "kubectl-create"})
+	if err != nil {
+		return err
+	}
+	out.Object["status"] = map[string]interface{}{"conditions": []interface{}{map[string]interface{}{
+		"type": "Upgradeable", "status": "True", "reason": "Idle", "message": "Idle", "observedGeneration": out.GetGeneration(),
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}}
+	_, err = res.UpdateStatus(ctx, out, metav1.UpdateOptions{FieldManager: "cool-operator"})
+	return err
+}
