@@ -24,6 +24,10 @@ const (
 	// at and the CR's uid. It is the manager's bookkeeping of the request,
 	// not a user's write.
 	RequestRecordAnnotation = "operatorframework.io/status-source-request"
+	// BridgeRequestRecordAnnotation is where statuscheck's bridge keeps its
+	// RequestAck request on the status source (pkg/bridge's
+	// RequestRecord as JSON).
+	BridgeRequestRecordAnnotation = "statuscheck.operatorframework.io/upgrade-request"
 	// ConditionUpgradeable is the condition type OLM gates upgrades on
 	// (operatorsv1.Upgradeable in operator-framework/api).
 	ConditionUpgradeable = "Upgradeable"

@@ -79,7 +79,7 @@ const AnnotationEntry = "statuscheck.operatorframework.io/upgradeable-entry"
 // AnnotationRequest is where the bridge keeps its RequestAck request on
 // the status-source CR: a RequestRecord as JSON. The cluster holds it, so
 // every replica and every restart reads the same request.
-const AnnotationRequest = "statuscheck.operatorframework.io/upgrade-request"
+const AnnotationRequest = v1alpha1.BridgeRequestRecordAnnotation
 
 // RequestRecord is the bridge's request as the CR keeps it.
 type RequestRecord struct {
@@ -315,8 +315,10 @@ func decideRequestAck(in Input, o contract.Observation) Decision {
 		// Two requesters would each take the other's token for a
 		// revert and ask again, for ever. A lifecycle manager that makes
 		// its own requests reads the status source itself and ignores
-		// this entry, so the bridge stands down, holding.
-		block(ReasonManagerRequests, "the lifecycle manager makes its own upgrade requests to the CR (its annotation %s): the bridge makes none, so that the two do not supersede each other's tokens; an OLM that reads the status source ignores this entry (remove the bridge, or the annotation if this OLM no longer reads it)", v1alpha1.RequestRecordAnnotation)
+		// this entry, so the bridge stands down, holding, while the
+		// manager's request stands; a withdrawn one, or one copied from
+		// another object, is no reason to.
+		block(ReasonManagerRequests, "the lifecycle manager has an upgrade request standing on the CR (annotation %s): the bridge makes none while it stands, so that the two do not supersede each other's tokens; an OLM that reads the status source ignores this entry. If this OLM does not implement RequestAck (olm/patches 0003), remove that annotation from the CR; an Upgradeable override on the OperatorCondition releases one upgrade", v1alpha1.RequestRecordAnnotation)
 	case next == "":
 		block(ReasonNoRequest, "no upgrade requested: no CSV replaces %s", in.Running)
 		if rec != nil && rec.CSV != "" {
@@ -347,12 +349,21 @@ func decideRequestAck(in Input, o contract.Observation) Decision {
 	return d
 }
 
-// managerRequests reports whether a lifecycle manager keeps its own
-// RequestAck request on the CR (v1alpha1.RequestRecordAnnotation), standing
-// or withdrawn.
+// managerRequests reports whether a lifecycle manager's RequestAck request
+// stands on the CR (v1alpha1.RequestRecordAnnotation, olm/patches 0003):
+// its record names a CSV, and it was made to this object (its uid). A
+// withdrawn record (the count kept, no CSV) or one copied with the CR
+// from another object does not stand.
 func managerRequests(cr *unstructured.Unstructured) bool {
-	_, ok := cr.GetAnnotations()[v1alpha1.RequestRecordAnnotation]
-	return ok
+	raw, ok := cr.GetAnnotations()[v1alpha1.RequestRecordAnnotation]
+	if !ok {
+		return false
+	}
+	var rec struct {
+		CSV string    `json:"csv"`
+		UID types.UID `json:"uid"`
+	}
+	return json.Unmarshal([]byte(raw), &rec) == nil && rec.CSV != "" && rec.UID == cr.GetUID()
 }
 
 // standing reads the request the CR holds for the replacing CSV next. ok

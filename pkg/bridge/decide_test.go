@@ -247,10 +247,19 @@ func TestDecideRequestAck(t *testing.T) {
 		// The patched OLM (olm/patches 0003) makes its own requests: the
 		// bridge would take OLM's token for a revert and ask again, and
 		// OLM the bridge's, for ever. It stands down, holding.
-		{name: "OLM makes its own requests: the bridge makes none", in: Input{CR: withManagerRecord(cr(3, "Upgradeable=True@3"), `{"token":1,"csv":"cool-operator.v0.2.0","generation":3}`), CSVs: next},
+		{name: "OLM's request stands: the bridge makes none", in: Input{CR: withManagerRecord(cr(3, "Upgradeable=True@3"), `{"token":1,"csv":"cool-operator.v0.2.0","generation":3,"uid":"`+string(cr(3).GetUID())+`"}`), CSVs: next},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonManagerRequests},
-		{name: "OLM's withdrawn request still says it makes its own", in: Input{CR: withManagerRecord(standing(cr(4, "Upgradeable=True@4")), `{"token":1}`), CSVs: next},
-			wantStatus: metav1.ConditionFalse, wantReason: ReasonManagerRequests},
+		// A withdrawn record stays for good (it keeps OLM's count): an
+		// OLM since replaced by one without RequestAck would otherwise
+		// leave the bridge holding for ever.
+		{name: "OLM's withdrawn request: the bridge asks", in: Input{CR: withManagerRecord(cr(3, "Upgradeable=True@3"), `{"token":1}`), CSVs: next},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonRequested,
+			wantRequest: map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{AnnotationRequest: record(RequestRecord{Token: 1, CSV: "cool-operator.v0.2.0", Generation: 3})}},
+				"spec": map[string]interface{}{"upgradeRequest": "1"}}, wantToken: 1},
+		{name: "OLM's request copied from another object does not stand", in: Input{CR: withManagerRecord(cr(3, "Upgradeable=True@3"), `{"token":1,"csv":"cool-operator.v0.2.0","generation":3,"uid":"another"}`), CSVs: next},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonRequested,
+			wantRequest: map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{AnnotationRequest: record(RequestRecord{Token: 1, CSV: "cool-operator.v0.2.0", Generation: 3})}},
+				"spec": map[string]interface{}{"upgradeRequest": "1"}}, wantToken: 1},
 		{name: "a withdrawn request is not withdrawn again", in: Input{CR: withRecord(cr(4, "Upgradeable=True@4"), RequestRecord{Token: 1}, ""), CSVs: next[:1]},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonNoRequest},
 	}

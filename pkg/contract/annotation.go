@@ -278,10 +278,10 @@ func checkHandshake(h *v1alpha1.Handshake, add func(field, format string, args .
 			if msg := checkFieldPath(r.SpecPath, "spec"); msg != "" {
 				add("handshake.request.specPath", "%s", msg)
 			}
-		case r.Annotation == v1alpha1.RequestRecordAnnotation:
-			// The token would overwrite the manager's record of the request
-			// in the same write: every sync would ask again.
-			add("handshake.request.annotation", "%q is where the lifecycle manager keeps its record of the request", r.Annotation)
+		case r.Annotation == v1alpha1.RequestRecordAnnotation || r.Annotation == v1alpha1.BridgeRequestRecordAnnotation:
+			// The token would overwrite the requester's record of the
+			// request in the same write: every sync would ask again.
+			add("handshake.request.annotation", "%q is where the lifecycle manager or the bridge keeps its record of the request", r.Annotation)
 		default:
 			for _, msg := range content.IsQualifiedName(strings.ToLower(r.Annotation)) {
 				add("handshake.request.annotation", "%q: %s", r.Annotation, msg)

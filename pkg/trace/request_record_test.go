@@ -40,6 +40,7 @@ func TestRecordedManagerRequestIsOneStep(t *testing.T) {
 	tr, err := OpenReader("t.json", &in, OpenOptions{Source: &src})
 	require.NoError(t, err)
 	var got []string
+	var values []string
 	for {
 		st, err := tr.Next()
 		if err == io.EOF {
@@ -47,6 +48,11 @@ func TestRecordedManagerRequestIsOneStep(t *testing.T) {
 		}
 		require.NoError(t, err)
 		got = append(got, string(st.Actor)+" "+string(st.Verb))
+		raw, err := json.Marshal(st.Value)
+		require.NoError(t, err)
+		values = append(values, string(raw))
 	}
 	assert.Equal(t, []string{"olm request", "user update"}, got, "the request is one step; the withdrawal removes the token only")
+	require.Len(t, values, 2)
+	assert.JSONEq(t, `{"spec":{"upgradeRequest":null}}`, values[1], "the withdrawal's step is the token's removal, with no record in it")
 }

@@ -114,8 +114,14 @@ func TestNativeRequestAck(t *testing.T) {
 
 	w.reports(metav1.ConditionFalse, "Migrating", gen)
 	w.waitHeld(v2, `answered upgrade request 1 "Upgradeable"="False"`)
+	// An admin's override False holds v2 whatever the answer, so that the
+	// user's spec change lands after the answer and before the release
+	// every time; with the override gone, the answer still stands.
+	w.overrides(v1, metav1.ConditionFalse)
 	w.reports(metav1.ConditionTrue, "UpgradeRequestAccepted", gen)
+	w.waitHeld(v2, "set by an admin")
 	w.userSets("MariaDB") // after the answer: deferred by the operator
+	w.writeOC(v1, "kubectl-edit", func(oc *operatorsv2.OperatorCondition) { oc.Spec.Overrides = nil })
 	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
 	t.Logf("%s: v2 succeeded", time.Since(start).Round(time.Millisecond))
 
@@ -213,9 +219,11 @@ func TestNativeRequestStateLivesInTheCluster(t *testing.T) {
 	w.running(false)
 	w.installCSV(v2, "0.2.0", v1)
 	w.waitHeld(v2, "upgrade request 1 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
-	time.Sleep(2 * time.Second) // many syncs of the Pending v2
+	gen := w.generation()
+	time.Sleep(2 * time.Second) // many syncs of the Pending v2 (OLM's Replacing loop requeues it on every sync)
 	spec, _, r := w.olmRequest()
 	assert.Equal(t, "1", spec, "one request, whatever the number of syncs")
+	assert.Equal(t, gen, w.generation(), "nothing written to the spec since")
 	require.NotNil(t, r)
 	assert.Equal(t, int64(1), r.Token)
 
@@ -248,9 +256,10 @@ func TestNativeRequestStateLivesInTheCluster(t *testing.T) {
 // waits the handshake adds: from the replacing CSV's creation to OLM's
 // request on the CR, and from the operator's answer (a True for the
 // request's generation, written at once) to the replacement leaving
-// Pending; and the window after the commit that the handshake covers. Both must be under a second: OLM's request and its release
-// ride on watch events (the CSV's, and the status source informer's), not
-// on a resync.
+// Pending; and the window after the commit that the handshake covers.
+// The release must be under a second and the request under five (it
+// waits for the new CSV's first syncs): both ride on watch events (the
+// CSV's, and the status source informer's), not on a resync (5 minutes).
 func TestNativeRequestAckLatency(t *testing.T) {
 	const runs = 5
 	var asked, released, window []time.Duration
@@ -335,4 +344,40 @@ func TestNativeRequestAckChain(t *testing.T) {
 	}
 	t.Logf("v2 ran before v3 and was asked again: %v", asked)
 	w.waitCSV(v3, operatorsv1alpha1.CSVPhaseSucceeded, "")
+}
+
+// TestNativeRequestRecordForged: OLM's record of its request is on the
+// CR, which users may update. A user who lowers the record's generation
+// would make the operator's report from before the request count as its
+// answer; OLM trusts the record before an allow only while its own field
+// manager owns it (patch 0004, managedFields), so the edit makes it ask
+// again, and the old report releases nothing.
+func TestNativeRequestRecordForged(t *testing.T) {
+	w := newWorld(t, "request-spec")
+	w.running(false)
+	before := w.generation()
+	w.reports(metav1.ConditionTrue, "Idle", before) // the operator's report from before any request
+	w.installCSV(v2, "0.2.0", v1)
+	w.waitHeld(v2, "upgrade request 1 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
+	_, _, r := w.olmRequest()
+	require.NotNil(t, r)
+
+	w.updateCR("kubectl-edit", func(cr *unstructured.Unstructured) {
+		forged := *r
+		forged.Generation = 0 // so that the report from before the request answers it
+		raw, err := json.Marshal(forged)
+		require.NoError(t, err)
+		a := cr.GetAnnotations()
+		a[v1alpha1.RequestRecordAnnotation] = string(raw)
+		cr.SetAnnotations(a)
+	})
+	w.waitHeld(v2, "upgrade request 2 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
+	spec, _, r2 := w.olmRequest()
+	assert.Equal(t, "2", spec, "asked again: the record was not OLM's")
+	assert.Equal(t, int64(2), r2.Token)
+	phase, _, msg := w.csvMessage(v2)
+	require.Equal(t, string(operatorsv1alpha1.CSVPhasePending), phase, "the old report released nothing: %s", msg)
+
+	w.reports(metav1.ConditionTrue, "UpgradeRequestAccepted", w.generation())
+	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
 }

@@ -170,4 +170,13 @@ func TestNativeWhenAbsentBlock(t *testing.T) {
 	d := w.releaseLatency(v2, 1)
 	assert.Less(t, d, time.Second, "release latency")
 	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
+
+	// An admin's override wins over a missing status source, as it wins
+	// everything in OLM's gate: v3 is held while the CR is gone, and the
+	// override on v2's OperatorCondition releases it.
+	require.NoError(t, w.cr().Delete(context.Background(), w.name, metav1.DeleteOptions{}))
+	w.installCSV(v3, "0.3.0", v2)
+	w.waitHeld(v3, "does not exist (whenAbsent: Block)")
+	w.overrides(v2, metav1.ConditionTrue)
+	w.waitCSV(v3, operatorsv1alpha1.CSVPhaseSucceeded, "")
 }
