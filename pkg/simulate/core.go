@@ -490,7 +490,9 @@ func Next(cfg *Config, s State, st Step) (State, Outcome, error) {
 		s.Lag = s.Lag.with(gate(cfg, &s, cfg.Primary).Verdict)
 	}
 	if st.Verb == v1alpha1.VerbUpgrade {
-		if cfg.mode() == v1alpha1.HandshakeRequestAck && !s.Acked {
+		if released, overridden := contract.Override(s.OC.Overrides()); cfg.mode() == v1alpha1.HandshakeRequestAck && !s.Acked && !(overridden && released.Verdict == contract.Allow) {
+			// An admin's override True releases the upgrade without an
+			// answer, as OLM's gate lets it: no request is owed then.
 			msg := "upgrade, but no upgrade request was made"
 			if s.Token > 0 {
 				msg = "upgrade, but no upgrade request stands (the last one was taken off the CR)"

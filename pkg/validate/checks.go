@@ -135,7 +135,7 @@ func checkNamespacePinned(ctx *Context) []Issue {
 	}
 	absent := "Allow, so the gate is silently off"
 	if ctx.Source.Absent() == v1alpha1.WhenAbsentBlock {
-		absent = "Block, so every upgrade is held"
+		absent = "Block, so every upgrade is held until an admin overrides it on the OperatorCondition"
 	}
 	return []Issue{{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + ".namespace",
 		Message: fmt.Sprintf("the status source pins namespace %q: installed in any other namespace, the gate reads a %s that does not exist there, and whenAbsent is %s", ctx.Source.Namespace, ctx.Source.Kind, absent)}}
