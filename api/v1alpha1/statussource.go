@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/statuscheck/statuscheck/internal/jsonobj"
 )
@@ -32,6 +33,21 @@ const (
 	// (operatorsv1.Upgradeable in operator-framework/api).
 	ConditionUpgradeable = "Upgradeable"
 )
+
+// ManagerRequestRecord is the record at RequestRecordAnnotation, as the
+// lifecycle manager writes it (olm/patches 0003,
+// statusSourceRequestRecord): the request's token, the replacing CSV and
+// its namespace it is for (no CSV once withdrawn), the CR's generation it
+// was written at and the CR's uid, and where the token was written.
+type ManagerRequestRecord struct {
+	Token      int64     `json:"token"`
+	CSV        string    `json:"csv,omitempty"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Generation int64     `json:"generation,omitempty"`
+	UID        types.UID `json:"uid,omitempty"`
+	SpecPath   string    `json:"specPath,omitempty"`
+	Annotation string    `json:"annotation,omitempty"`
+}
 
 // WhenAbsent is the verdict while the status-source CR does not exist.
 type WhenAbsent string

@@ -359,10 +359,7 @@ func managerRequests(cr *unstructured.Unstructured) bool {
 	if !ok {
 		return false
 	}
-	var rec struct {
-		CSV string    `json:"csv"`
-		UID types.UID `json:"uid"`
-	}
+	var rec v1alpha1.ManagerRequestRecord
 	return json.Unmarshal([]byte(raw), &rec) == nil && rec.CSV != "" && rec.UID == cr.GetUID()
 }
 

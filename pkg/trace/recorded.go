@@ -221,22 +221,12 @@ func (d *differ) observe(ob recording) error {
 	}
 	// A lifecycle manager's record of its request comes with the request,
 	// in the same write: bookkeeping, not a user's change.
-	if ann, ok := metaPatch["annotations"].(map[string]interface{}); ok {
-		if _, ok := ann[v1alpha1.RequestRecordAnnotation]; ok {
-			delete(ann, v1alpha1.RequestRecordAnnotation)
-			if len(ann) == 0 {
-				delete(metaPatch, "annotations")
-			}
-		}
-	}
+	dropAnnotation(metaPatch, v1alpha1.RequestRecordAnnotation)
 	if req := d.request(); req != nil && req.Annotation != "" {
 		if ann, ok := metaPatch["annotations"].(map[string]interface{}); ok {
 			if tok, ok := ann[req.Annotation]; ok && tok != nil {
 				steps = append(steps, step(v1alpha1.ActorOLM, v1alpha1.VerbRequest, map[string]interface{}{"token": fmt.Sprint(tok)}))
-				delete(ann, req.Annotation)
-				if len(ann) == 0 {
-					delete(metaPatch, "annotations")
-				}
+				dropAnnotation(metaPatch, req.Annotation)
 			}
 		}
 	}
@@ -417,6 +407,19 @@ func cleanMeta(m map[string]interface{}) map[string]interface{} {
 		}
 	}
 	return out
+}
+
+// dropAnnotation takes key out of a metadata merge patch's annotations,
+// and the annotations out of the patch once none is left.
+func dropAnnotation(metaPatch map[string]interface{}, key string) {
+	ann, ok := metaPatch["annotations"].(map[string]interface{})
+	if !ok {
+		return
+	}
+	delete(ann, key)
+	if len(ann) == 0 {
+		delete(metaPatch, "annotations")
+	}
 }
 
 // onlyPath reports whether a patch changes nothing but one field path.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,10 +15,8 @@ import (
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
@@ -32,29 +29,17 @@ import (
 // TestDefect3 in bridge_test.go and bridge_defects_test.go), run without
 // the bridge: the request is OLM's, and so is the decision.
 
-// olmRecord is OLM's record of its request on the CR
-// (v1alpha1.RequestRecordAnnotation).
-type olmRecord struct {
-	Token      int64  `json:"token"`
-	CSV        string `json:"csv"`
-	Namespace  string `json:"namespace"`
-	Generation int64  `json:"generation"`
-	UID        string `json:"uid"`
-	SpecPath   string `json:"specPath"`
-	Annotation string `json:"annotation"`
-}
-
 // olmRequest is OLM's request as the CR holds it: the token at
 // spec.upgradeRequest ("" when none), the request annotation's token, and
 // OLM's record (nil when none).
-func (w *world) olmRequest() (spec, annotation string, rec *olmRecord) {
+func (w *world) olmRequest() (spec, annotation string, rec *v1alpha1.ManagerRequestRecord) {
 	w.t.Helper()
 	cr, err := w.cr().Get(context.Background(), w.name, metav1.GetOptions{})
 	require.NoError(w.t, err)
 	spec, _, _ = unstructured.NestedString(cr.Object, "spec", "upgradeRequest")
 	annotation = cr.GetAnnotations()[v1alpha1.DefaultRequestAnnotation]
 	if raw, ok := cr.GetAnnotations()[v1alpha1.RequestRecordAnnotation]; ok {
-		rec = &olmRecord{}
+		rec = &v1alpha1.ManagerRequestRecord{}
 		require.NoError(w.t, json.Unmarshal([]byte(raw), rec), "OLM's record %s", raw)
 	}
 	return spec, annotation, rec
@@ -65,21 +50,7 @@ func (w *world) olmRequest() (spec, annotation string, rec *olmRecord) {
 // .status.observedUpgradeRequest.
 func (w *world) answers(status metav1.ConditionStatus, reason string, og int64, echo string) {
 	w.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		obj, err := w.cr().Get(context.Background(), w.name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		var conds []metav1.Condition
-		meta.SetStatusCondition(&conds, metav1.Condition{Type: "Upgradeable", Status: status, Reason: reason, Message: reason, ObservedGeneration: og})
-		data, _ := json.Marshal(conds)
-		var list []interface{}
-		_ = json.Unmarshal(data, &list)
-		obj.Object["status"] = map[string]interface{}{"conditions": list, "observedUpgradeRequest": echo}
-		_, err = w.cr().UpdateStatus(context.Background(), obj, metav1.UpdateOptions{FieldManager: "cool-operator"})
-		return err
-	})
-	require.NoError(w.t, err)
+	w.reportsWith(status, reason, og, map[string]interface{}{"observedUpgradeRequest": echo})
 }
 
 // TestNativeRequestAck: a spec request. OLM writes request 1 to
@@ -102,7 +73,7 @@ func TestNativeRequestAck(t *testing.T) {
 	spec, _, r := w.olmRequest()
 	require.Equal(t, "1", spec, "OLM's request at spec.upgradeRequest")
 	require.NotNil(t, r, "OLM's record of its request on the CR")
-	assert.Equal(t, olmRecord{Token: 1, CSV: v2, Namespace: w.ns, Generation: before, UID: r.UID, SpecPath: ".spec.upgradeRequest"}, *r)
+	assert.Equal(t, v1alpha1.ManagerRequestRecord{Token: 1, CSV: v2, Namespace: w.ns, Generation: before, UID: r.UID, SpecPath: ".spec.upgradeRequest"}, *r)
 	gen := w.generation()
 	require.Equal(t, before+1, gen, "the spec request moved the generation")
 
@@ -133,16 +104,9 @@ func TestNativeRequestAck(t *testing.T) {
 	_, _, r = w.olmRequest()
 	assert.Equal(t, int64(1), r.Token, "the record keeps the count")
 
-	require.Equal(t, 0, rec.StopWith(syscall.SIGINT))
-	recording := rec.Read()
+	recording, s := w.recordedAgrees(rec, true)
 	assert.Contains(t, recording, "{actor: olm, request: ", "OLM's request is recorded as OLM's")
 	assert.NotContains(t, recording, v1alpha1.RequestRecordAnnotation, "OLM's record is bookkeeping of the request, not a user's write")
-	got := olmSteps(steps(t, rec.Trace))
-	require.NotEmpty(t, got, recording)
-	assert.Equal(t, []string{"check Allow", "upgrade"}, got[len(got)-2:], recording)
-	s := w.simulateWith(rec.Trace, "--bundle", w.bundle, "--policy", "strict")
-	agreesWithPatchedOLM(t, s, recording)
-	assert.False(t, s.has(simulate.RuleUpgradeWhileBlocked), "%v", s.violations())
 	assert.False(t, s.has(simulate.RuleUnsafeApproval), "%v", s.violations())
 }
 
@@ -319,7 +283,7 @@ func TestNativeRequestAckChain(t *testing.T) {
 	spec, _, r := w.olmRequest()
 	require.NotNil(t, r)
 	assert.Equal(t, "1", spec, "one request for the chain, not one per CSV")
-	assert.Equal(t, olmRecord{Token: 1, CSV: v2, Namespace: w.ns, Generation: r.Generation, UID: r.UID, SpecPath: ".spec.upgradeRequest"}, *r)
+	assert.Equal(t, v1alpha1.ManagerRequestRecord{Token: 1, CSV: v2, Namespace: w.ns, Generation: r.Generation, UID: r.UID, SpecPath: ".spec.upgradeRequest"}, *r)
 	assert.Equal(t, gen, w.generation(), "no request written since: the generation stays")
 	for _, csv := range []string{v2, v3} {
 		phase, reason, msg := w.csvMessage(csv)

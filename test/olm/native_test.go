@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
 )
 
@@ -62,6 +63,32 @@ func agreesWithPatchedOLM(t *testing.T, s simulated, recording string) {
 	}
 }
 
+// recordedAgrees stops the recording and checks what it says of OLM: its
+// checks are holds (check Block) and then the commit (check Allow) and
+// the upgrade, at least one hold when held; and statuscheck simulate with
+// the strict gate, replaying it, agrees with the patched OLM at every
+// check and finds no upgrade while it blocked. It returns the recording
+// and the replay.
+func (w *world) recordedAgrees(rec *testutil.Recorder, held bool) (string, simulated) {
+	w.t.Helper()
+	t := w.t
+	require.Equal(t, 0, rec.StopWith(syscall.SIGINT))
+	recording := rec.Read()
+	got := olmSteps(steps(t, rec.Trace))
+	require.GreaterOrEqual(t, len(got), 2, recording)
+	if held {
+		require.GreaterOrEqual(t, len(got), 3, "a hold, the commit and the upgrade: %v\n%s", got, recording)
+	}
+	assert.Equal(t, []string{"check Allow", "upgrade"}, got[len(got)-2:], "the commit, then the replacement")
+	for _, g := range got[:len(got)-2] {
+		assert.Equal(t, "check Block", g, "every check before the commit held")
+	}
+	s := w.simulateWith(rec.Trace, "--bundle", w.bundle, "--policy", "strict")
+	agreesWithPatchedOLM(t, s, recording)
+	assert.False(t, s.has(simulate.RuleUpgradeWhileBlocked), "the upgrade came after a fresh True: %v", s.violations())
+	return recording, s
+}
+
 // TestNativeHeldUntilFreshTrue: after a spec change the operator's True
 // is outdated, and the patched OLM holds the replacement; then while the
 // operator reports False, then Unknown, for the new generation; and
@@ -90,18 +117,8 @@ func TestNativeHeldUntilFreshTrue(t *testing.T) {
 	d := w.releaseLatency(v2, gen)
 	assert.Less(t, d, time.Second, "release latency")
 	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
-	require.Equal(t, 0, rec.StopWith(syscall.SIGINT))
-	recording := rec.Read()
-
-	got := olmSteps(steps(t, rec.Trace))
-	require.GreaterOrEqual(t, len(got), 5, recording)
-	assert.Equal(t, []string{"check Allow", "upgrade"}, got[len(got)-2:], "the commit, then the replacement")
-	for _, g := range got[:len(got)-2] {
-		assert.Equal(t, "check Block", g, "every check before the commit held")
-	}
-	s := w.simulateWith(rec.Trace, "--bundle", w.bundle, "--policy", "strict")
-	agreesWithPatchedOLM(t, s, recording)
-	assert.False(t, s.has(simulate.RuleUpgradeWhileBlocked), "the upgrade came after a fresh True: %v", s.violations())
+	recording, s := w.recordedAgrees(rec, true)
+	require.GreaterOrEqual(t, len(olmSteps(steps(t, rec.Trace))), 5, recording)
 
 	// OLM's own comparison applied to the CR (the olm policy) differs
 	// from the patch only where the operator says Unknown.
@@ -125,16 +142,9 @@ func TestNativeAdminOverride(t *testing.T) {
 	w.waitHeld(v2, `"Upgradeable"="False": Migrating`)
 	w.overrides(v1, metav1.ConditionTrue)
 	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
-	require.Equal(t, 0, rec.StopWith(syscall.SIGINT))
-	recording := rec.Read()
+	recording, s := w.recordedAgrees(rec, true)
 	assert.Contains(t, recording, "{actor: admin, target: OperatorCondition, update: ")
-	got := olmSteps(steps(t, rec.Trace))
-	require.NotEmpty(t, got, recording)
-	assert.Equal(t, "check Block", got[0])
-	assert.Equal(t, []string{"check Allow", "upgrade"}, got[len(got)-2:])
-	s := w.simulateWith(rec.Trace, "--bundle", w.bundle, "--policy", "strict")
-	agreesWithPatchedOLM(t, s, recording)
-	assert.False(t, s.has(simulate.RuleUpgradeWhileBlocked), "%v", s.violations())
+	assert.Equal(t, "check Block", olmSteps(steps(t, rec.Trace))[0])
 	assert.False(t, s.has(simulate.RuleUnsafeApproval), "the admin decided: %v", s.violations())
 }
 

@@ -279,6 +279,13 @@ func (w *world) generation() int64 {
 // og, as meta.SetStatusCondition writes it.
 func (w *world) reports(status metav1.ConditionStatus, reason string, og int64) {
 	w.t.Helper()
+	w.reportsWith(status, reason, og, nil)
+}
+
+// reportsWith is reports with more fields of .status beside the
+// conditions (an echo of a request token).
+func (w *world) reportsWith(status metav1.ConditionStatus, reason string, og int64, more map[string]interface{}) {
+	w.t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := w.cr().Get(context.Background(), w.name, metav1.GetOptions{})
 		if err != nil {
@@ -293,7 +300,11 @@ func (w *world) reports(status metav1.ConditionStatus, reason string, og int64) 
 		data, _ := json.Marshal(conds)
 		var list []interface{}
 		_ = json.Unmarshal(data, &list)
-		obj.Object["status"] = map[string]interface{}{"conditions": list}
+		st := map[string]interface{}{"conditions": list}
+		for k, v := range more {
+			st[k] = v
+		}
+		obj.Object["status"] = st
 		_, err = w.cr().UpdateStatus(context.Background(), obj, metav1.UpdateOptions{FieldManager: "cool-operator"})
 		return err
 	})
