@@ -149,7 +149,7 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 could not run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand(), a.versionCommand(), a.bridgeCommand())
+	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand(), a.versionCommand(), a.bridgeCommand(), a.gateCommand())
 	// cobra's own completion command: bash, zsh, fish and powershell. Its
 	// scripts are written where the root writes (cobra takes the writer
 	// when it makes the command).

@@ -33,6 +33,7 @@ func (a *app) generateCommand() *cobra.Command {
 		whenAbsent         = newEnum("Allow", "Allow", "Block")
 		handshake          = newEnum("None", "None", "OperatorCondition", "RequestAck")
 		output             = newEnum("yaml", "yaml", "patch")
+		guards             guardFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "generate PATH...",
@@ -96,6 +97,22 @@ OperatorCondition itself there, and the bridge would fight it.`,
 			values.RequestSpecPath = str("request-spec-path", specPath)
 			values.RequestAnnotation = str("request-annotation", annoKey)
 			values.AckStatusPath = str("ack-status-path", ackPath)
+			if guards.admissionPolicy || f.Changed("upgrade-hook") {
+				for _, other := range []string{"write", "diff", "check", "output", "bridge", "bridge-deployment", "bridge-metrics-secure", "force", "crd"} {
+					if f.Changed(other) {
+						return usagef("--%s does not go with --admission-policy or --upgrade-hook: they print new manifests on stdout", other)
+					}
+				}
+				if len(args) != 1 {
+					return usagef("--admission-policy and --upgrade-hook take one bundle or CSV")
+				}
+				return a.runGuards(args[0], values, guards, f.Changed("upgrade-hook"))
+			}
+			for _, only := range []string{"install-namespace", "deployment", "gate-timeout"} {
+				if f.Changed(only) {
+					return usagef("--%s goes with --admission-policy or --upgrade-hook", only)
+				}
+			}
 			// A directory of bundles (as validate takes it) is each bundle
 			// in it.
 			var paths []string
@@ -156,6 +173,7 @@ OperatorCondition itself there, and the bridge would fight it.`,
 	f.StringVar(&bridgeImage, "bridge", "", "also add the bridge: a sidecar running statuscheck bridge from the container `IMAGE`, its RBAC and its declaration (docs/bridge.md)")
 	f.StringVar(&bridgeDeployment, "bridge-deployment", "", "the install strategy's deployment `NAME` the bridge joins (default: the only one)")
 	f.BoolVar(&bridgeSecure, "bridge-metrics-secure", false, "the bridge serves its metrics on the pod's port \""+sidecar.PortMetrics+"\" over HTTPS, authenticated and authorized by the apiserver (it then needs create on tokenreviews and subjectaccessreviews), instead of on localhost")
+	guards.register(f)
 	return cmd
 }
 

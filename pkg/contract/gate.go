@@ -478,3 +478,19 @@ func DescribeCondition(c *Condition, o Observation) string {
 	}
 	return fmt.Sprintf("%s=%s (observedGeneration %s, generation %d)", c.Type, c.Status, FormatGeneration(o.ObservedGeneration(c)), o.Generation)
 }
+
+// OverrideAnnotation is the annotation on the status-source CR by which
+// an admin forces the verdict where no OLM OperatorCondition exists (the
+// admission guard and `statuscheck gate`): "True" allows, any other value
+// holds, as an OperatorCondition's Upgradeable override does in OLM.
+const OverrideAnnotation = "statuscheck.operatorframework.io/upgradeable-override"
+
+// AnnotationOverrides reads OverrideAnnotation from a CR's annotations as
+// the overrides Gate applies (none when it is unset).
+func AnnotationOverrides(annotations map[string]string) []Condition {
+	v, ok := annotations[OverrideAnnotation]
+	if !ok {
+		return nil
+	}
+	return []Condition{{Type: ConditionUpgradeable, Status: v}}
+}

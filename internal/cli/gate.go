@@ -1,0 +1,244 @@
+package cli
+
+import (
+	gocontext "context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/guard"
+	"github.com/statuscheck/statuscheck/pkg/result"
+	"github.com/statuscheck/statuscheck/pkg/source"
+)
+
+type gateFlags struct {
+	clusterFlags
+	sourceFlags
+	namespace string
+	timeout   time.Duration
+	interval  time.Duration
+}
+
+func (a *app) gateCommand() *cobra.Command {
+	var f gateFlags
+	cmd := &cobra.Command{
+		Use:   "gate [BUNDLE|CSV]",
+		Short: "Exit 0 only while the live status source reports a fresh Upgradeable=True",
+		Long: `Gate reads the operator's status-source CR on the cluster and decides, as
+the contract's strict gate does, whether its upgrade may proceed: every
+condition type of the status source True with an observedGeneration equal
+to the CR's metadata.generation. It is the pre-upgrade check for an
+operator deployed without OLM: a CI step before kubectl apply, or the
+Helm pre-upgrade / Argo CD PreSync hook that generate --upgrade-hook writes.
+
+The status source comes from a bundle directory or a CSV file (its
+status-source annotation and its CRD), from --crd with --source, or from
+--source alone (the kind's resource and scope are then discovered on the
+cluster). With no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config)
+it uses the pod's in-cluster credentials; it needs only get on the CR.
+
+An admin forces the answer with the CR's annotation
+statuscheck.operatorframework.io/upgradeable-override: "True" allows,
+any other value holds. A CR that does not exist is judged by the status
+source's whenAbsent (Allow by default).
+
+--timeout waits, as kubectl wait does, reading the CR every --interval
+until it allows. It fails closed: nothing but a fresh True (or the
+override, or whenAbsent: Allow on a missing CR) exits 0.
+
+Exit codes: 0 the upgrade may proceed; 1 it is held (the CR was read and
+does not allow; its reason and message are printed); 2 the gate could not
+decide (bad flags, no credentials, the CRD not served, the CR unreadable,
+for example forbidden), the last attempt's error when --timeout ran out.`,
+		Example: `  statuscheck gate bundle/ -n cool-system
+  statuscheck gate --source cool.operators.corp/v1beta1/CoolOperator/cool-system/cool-operator --timeout 5m
+  statuscheck gate --crd config/crd/bases --source cool.operators.corp/v1beta1/CoolOperator/cool-operator -n cool-system`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case f.crdFile != "" && f.source == "":
+				return usagef("--crd goes with --source")
+			case len(args) == 1 && (f.bundleDir != "" || f.crdFile != "" || f.source != ""):
+				return usagef("gate takes the status source once: a bundle or CSV, or --bundle, or --source (with --crd)")
+			case len(args) == 1:
+				f.bundleDir = args[0]
+			case f.bundleDir == "" && f.source == "":
+				return usagef("gate needs the status source: a bundle or CSV, or --source GROUP/VERSION/KIND[/NAMESPACE]/NAME (with --crd, or discovered on the cluster)")
+			}
+			if f.timeout < 0 || f.interval <= 0 {
+				return usagef("--timeout cannot be negative and --interval must be positive")
+			}
+			return a.runGate(f)
+		},
+	}
+	fl := cmd.Flags()
+	f.clusterFlags.register(fl)
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "the `NAMESPACE` of a namespaced CR (default: the status source's, else the context's, else the pod's)")
+	f.sourceFlags.register(cmd)
+	fl.DurationVar(&f.timeout, "timeout", 0, "wait up to this `DURATION` for a fresh True (0: read once)")
+	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often to read the CR while waiting (`DURATION`)")
+	return cmd
+}
+
+// gateTarget is what the gate reads: the resolved source and its resource.
+type gateTarget struct {
+	sctx *source.Context
+	res  dynamic.ResourceInterface
+	desc string
+}
+
+func (a *app) runGate(f gateFlags) error {
+	cfg, ctxNS, err := restConfig(f.clusterFlags)
+	if err != nil {
+		return err
+	}
+	cfg.WarningHandler = rest.NewWarningWriter(a.stderr, rest.WarningWriterOptions{Deduplicate: true})
+	cfg.Timeout = 30 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	var sctx *source.Context
+	if f.bundleDir == "" && f.crdFile == "" {
+		src, err := source.ParseRef(f.source)
+		if err != nil {
+			return err
+		}
+		// No CRD at hand: the kind's resource and scope come from the
+		// cluster, when it is reachable (below, with the retries).
+		sctx = &source.Context{Source: src, From: "--source " + f.source}
+	} else if sctx, err = f.resolve(); err != nil {
+		return err
+	}
+	src := *sctx.Source
+	ns := f.namespace
+	if src.Namespace != "" && ns != "" && ns != src.Namespace {
+		return usagef("-n %s contradicts the status source's namespace %s", ns, src.Namespace)
+	}
+	if ns == "" {
+		ns = src.Namespace
+	}
+	if ns == "" {
+		ns = ctxNS
+	}
+	if ns == "" {
+		ns = "default"
+	}
+
+	ctx, cancel := gocontext.WithCancel(gocontext.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	deadline := time.Now().Add(f.timeout)
+
+	var tg *gateTarget
+	attempt := func() (contract.Decision, string, error) {
+		if tg == nil {
+			c := sctx
+			if c.CRD == nil && c.Plural == "" {
+				if c, err = source.FromCluster(dc, &src, sctx.From); err != nil {
+					return contract.Decision{}, "", err
+				}
+			} else if err := served(dc, c); err != nil {
+				return contract.Decision{}, "", err
+			}
+			s := *c.Source
+			desc := s.Kind + " " + s.Name
+			r := dynamic.NamespaceableResourceInterface(dyn.Resource(c.GVR()))
+			var res dynamic.ResourceInterface = r
+			if c.Namespaced {
+				s.Namespace = ns
+				res = r.Namespace(ns)
+				desc = s.Kind + " " + ns + "/" + s.Name
+			} else if src.Namespace != "" {
+				return contract.Decision{}, "", fmt.Errorf("%s: %s is cluster-scoped, but the status source names namespace %s", sctx.From, s.Kind, src.Namespace)
+			}
+			cc := *c
+			cc.Source = &s
+			tg = &gateTarget{sctx: &cc, res: res, desc: desc}
+		}
+		u, err := tg.res.Get(ctx, tg.sctx.Source.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) && notFoundObject(err, tg.sctx.Source.Name):
+			u = nil
+		case err != nil:
+			return contract.Decision{}, tg.desc, fmt.Errorf("reading %s: %w", tg.desc, err)
+		}
+		return guard.Decide(u, tg.sctx.Source), tg.desc, nil
+	}
+	for {
+		d, desc, err := attempt()
+		if err == nil && d.Verdict == contract.Allow {
+			fmt.Fprintf(a.stdout, "%s allows the upgrade: %s\n", desc, d.Reason)
+			return nil
+		}
+		if ctx.Err() != nil || !time.Now().Add(f.interval).Before(deadline) {
+			if err != nil {
+				if f.timeout > 0 {
+					return fmt.Errorf("gave up after --timeout %s: %w", f.timeout, err)
+				}
+				return err
+			}
+			waited := ""
+			if f.timeout > 0 {
+				waited = fmt.Sprintf(" (still, after --timeout %s)", f.timeout)
+			}
+			fmt.Fprintf(a.stderr, "statuscheck: the upgrade is held%s: %s: %s\n", waited, desc, d.Reason)
+			a.code = result.ExitFindings
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.interval):
+		}
+	}
+}
+
+// served checks that the cluster serves the status source's kind, so
+// that a missing CRD is told apart from a missing CR.
+func served(dc discovery.DiscoveryInterface, c *source.Context) error {
+	gv := c.Source.GroupVersion()
+	list, err := dc.ServerResourcesForGroupVersion(gv.String())
+	if err != nil {
+		return fmt.Errorf("discovering %s (is the CRD of %s installed?): %w", gv, c.Source.Kind, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == c.Plural {
+			return nil
+		}
+	}
+	return fmt.Errorf("the cluster serves no %s in %s (is the CRD of %s installed?)", c.Plural, gv, c.Source.Kind)
+}
+
+// notFoundObject tells a 404 for the object from one for its resource.
+func notFoundObject(err error, name string) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	return d != nil && d.Name == name
+}
