@@ -6,7 +6,7 @@ BIN      ?= bin/statuscheck
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build cross test olm olm-native olm-native-test race lint vet fmt-check docs demo bench fuzz ci clean image
+.PHONY: all build cross test olm olm-native olm-native-test olmv1-native olmv1-native-test race lint vet fmt-check docs demo bench fuzz ci clean image
 
 all: build test
 
@@ -44,6 +44,19 @@ olm-native:
 ## scenarios unchanged and the tests only the patched OLM passes (test/olm/native_test.go).
 olm-native-test:
 	GO=$(GO) bash olm/native-test.sh
+
+## olmv1-native: operator-controller v1.11.0 from the module cache, copied to DIR (writable) with
+## the patch series olm/v1patches applied (the status-source gate, feature StatusSourceGate);
+## GATE=on turns the feature's default on in the copy.
+olmv1-native:
+	@test -n "$(DIR)" || { echo "usage: make olmv1-native DIR=PATH [GATE=on]"; exit 2; }
+	GO=$(GO) GATE=$(or $(GATE),off) bash olm/v1native.sh "$(DIR)"
+
+## olmv1-native-test: the patch's unit tests, upstream's tests of the touched packages on the
+## patched and unpatched trees (counts), and the tier (test/statussource: real kube-apiserver,
+## real ClusterExtension reconciler and Helm applier) on both trees. Needs BOXCUTTER_DIR.
+olmv1-native-test:
+	GO=$(GO) bash olm/v1native-test.sh
 
 ## race: every test under the race detector, with -short (testutil.Long: the long model-checking searches, sequential code, are make test's).
 race:
