@@ -78,7 +78,7 @@ fi
 for p in "${patches[@]}"; do
   # Exactly, no fuzz: what the tier tested is what DIR holds.
   if command -v patch >/dev/null; then
-    patch -p1 -s -N --fuzz=0 -d "$dir" < "$p" && continue
+    patch -p1 -s -N --fuzz=0 --no-backup-if-mismatch -d "$dir" < "$p" && continue
   else
     # git apply outside any repository that encloses DIR.
     (cd "$dir" && GIT_CEILING_DIRECTORIES=$(dirname "$dir") git apply -p1 "$p") && continue
