@@ -6,7 +6,7 @@ BIN      ?= bin/statuscheck
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build cross test olm olm-native olm-native-test olmv1-native olmv1-native-test race lint vet fmt-check docs demo bench fuzz ci clean image
+.PHONY: all build cross test olm olm-native olm-native-test olm-native-upstream-test olmv1-native olmv1-native-test race lint vet fmt-check docs demo bench fuzz ci clean image
 
 all: build test
 
@@ -32,16 +32,20 @@ olm: image
 	STATUSCHECK_IMAGE=$(IMAGE) $(GO) test -tags podman -count=1 ./internal/testutil/kubelet
 	cd test/olm && $(GO) vet ./... && STATUSCHECK_IMAGE=$(IMAGE) $(GO) test -count=1 ./...
 
-## olm-native: OLM v0.46.0 from the module cache, copied to DIR (writable) with the patch series
+## olm-native: OLM (VERSION, default v0.46.0, from the module cache; with OLM_GIT=GITDIR any
+## revision of that git directory, e.g. master) copied to DIR (writable) with the patch series
 ## olm/patches applied (OLM reads the status source itself), for a
-## `replace github.com/operator-framework/operator-lifecycle-manager => DIR`. Offline.
+## `replace github.com/operator-framework/operator-lifecycle-manager => DIR`. GATE=on: the copy's
+## StatusSource feature gate defaults to on (off otherwise, as the series has it).
+OLM_VERSION ?= v0.46.0
+GATE ?= off
 olm-native:
-	@test -n "$(DIR)" || { echo "usage: make olm-native DIR=PATH"; exit 2; }
-	GO=$(GO) bash olm/native.sh "$(DIR)"
+	@test -n "$(DIR)" || { echo "usage: make olm-native DIR=PATH [VERSION=v0.46.0] [GATE=on]"; exit 2; }
+	GO=$(GO) VERSION=$(if $(VERSION),$(VERSION),$(OLM_VERSION)) GATE=$(GATE) OLM_GIT=$(OLM_GIT) bash olm/native.sh "$(DIR)"
 
 ## olm-native-test: the patch's unit tests in OLM's package, then test/olm on the patched OLM
-## (a generated go.mod with the replace, -modfile; -tags olmnative): the OperatorCondition
-## scenarios unchanged and the tests only the patched OLM passes (test/olm/native_test.go).
+## with the feature gate on (a generated go.mod with the replace, -modfile; -tags olmnative):
+## the OperatorCondition scenarios unchanged and the tests only the patched OLM passes.
 olm-native-test:
 	GO=$(GO) bash olm/native-test.sh
 
@@ -57,6 +61,11 @@ olmv1-native:
 ## real ClusterExtension reconciler and Helm applier) on both trees. Needs BOXCUTTER_DIR.
 olmv1-native-test:
 	GO=$(GO) bash olm/v1native-test.sh
+
+## olm-native-upstream-test: OLM's own tests of every package the series touches, on the
+## patched tree (gate off, then on) and on the unpatched tree, with the count of tests run.
+olm-native-upstream-test:
+	GO=$(GO) bash olm/upstream-test.sh
 
 ## race: every test under the race detector, with -short (testutil.Long: the long model-checking searches, sequential code, are make test's).
 race:

@@ -9,7 +9,9 @@
 # annotation (NATIVE_EXISTING), unchanged; and the tests only the patched
 # OLM passes (-tags olmnative: test/olm/native_test.go;
 # native_bridge_test.go, the bridge's scenarios without the bridge;
-# native_requestack_test.go, patch 0003's RequestAck). `make
+# native_requestack_test.go, RequestAck; native_scope_test.go, the
+# scoping). OLM is written with its StatusSource feature gate on by
+# default (GATE=on). `make
 # olm-native-test` runs it; RUN=REGEX runs other tests of test/olm instead.
 set -euo pipefail
 GO=${GO:-go}
@@ -34,7 +36,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/olm-native.XXXXXX")
 cleanup() { chmod -R u+w "$tmp" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-bash "$root/olm/native.sh" "$tmp/olm"
+GATE=on bash "$root/olm/native.sh" "$tmp/olm"
 cp "$root/test/olm/go.mod" "$tmp/go.mod"
 cp "$root/test/olm/go.sum" "$tmp/go.sum"
 $GO mod edit -replace="$MODULE=$tmp/olm" -replace="github.com/statuscheck/statuscheck=$root" "$tmp/go.mod"

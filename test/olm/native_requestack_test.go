@@ -310,38 +310,41 @@ func TestNativeRequestAckChain(t *testing.T) {
 	w.waitCSV(v3, operatorsv1alpha1.CSVPhaseSucceeded, "")
 }
 
-// TestNativeRequestRecordForged: OLM's record of its request is on the
-// CR, which users may update. A user who lowers the record's generation
-// would make the operator's report from before the request count as its
-// answer; OLM trusts the record before an allow only while its own field
-// manager owns it (patch 0004, managedFields), so the edit makes it ask
-// again, and the old report releases nothing.
+// TestNativeRequestRecordForged: a client that may update the CR rewrites
+// OLM's record so that the operator's report from before the request
+// answers it, under its own field manager or under OLM's
+// (kubectl patch --field-manager=olm-status-source). OLM trusts only the
+// record it wrote: it asks again, and the old report releases nothing.
 func TestNativeRequestRecordForged(t *testing.T) {
-	w := newWorld(t, "request-spec")
-	w.running(false)
-	before := w.generation()
-	w.reports(metav1.ConditionTrue, "Idle", before) // the operator's report from before any request
-	w.installCSV(v2, "0.2.0", v1)
-	w.waitHeld(v2, "upgrade request 1 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
-	_, _, r := w.olmRequest()
-	require.NotNil(t, r)
+	for _, manager := range []string{"kubectl-edit", "olm-status-source"} {
+		t.Run(manager, func(t *testing.T) {
+			w := newWorld(t, "request-spec")
+			w.running(false)
+			before := w.generation()
+			w.reports(metav1.ConditionTrue, "Idle", before) // the operator's report from before any request
+			w.installCSV(v2, "0.2.0", v1)
+			w.waitHeld(v2, "upgrade request 1 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
+			_, _, r := w.olmRequest()
+			require.NotNil(t, r)
 
-	w.updateCR("kubectl-edit", func(cr *unstructured.Unstructured) {
-		forged := *r
-		forged.Generation = 0 // so that the report from before the request answers it
-		raw, err := json.Marshal(forged)
-		require.NoError(t, err)
-		a := cr.GetAnnotations()
-		a[v1alpha1.RequestRecordAnnotation] = string(raw)
-		cr.SetAnnotations(a)
-	})
-	w.waitHeld(v2, "upgrade request 2 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
-	spec, _, r2 := w.olmRequest()
-	assert.Equal(t, "2", spec, "asked again: the record was not OLM's")
-	assert.Equal(t, int64(2), r2.Token)
-	phase, _, msg := w.csvMessage(v2)
-	require.Equal(t, string(operatorsv1alpha1.CSVPhasePending), phase, "the old report released nothing: %s", msg)
+			w.updateCR(manager, func(cr *unstructured.Unstructured) {
+				forged := *r
+				forged.Generation = 0 // so that the report from before the request answers it
+				raw, err := json.Marshal(forged)
+				require.NoError(t, err)
+				a := cr.GetAnnotations()
+				a[v1alpha1.RequestRecordAnnotation] = string(raw)
+				cr.SetAnnotations(a)
+			})
+			w.waitHeld(v2, "upgrade request 2 to cool.operators.corp/v1beta1 CoolOperator/cool-operator is unanswered")
+			spec, _, r2 := w.olmRequest()
+			assert.Equal(t, "2", spec, "asked again: the record was not OLM's")
+			assert.Equal(t, int64(2), r2.Token)
+			phase, _, msg := w.csvMessage(v2)
+			require.Equal(t, string(operatorsv1alpha1.CSVPhasePending), phase, "the old report released nothing: %s", msg)
 
-	w.reports(metav1.ConditionTrue, "UpgradeRequestAccepted", w.generation())
-	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
+			w.reports(metav1.ConditionTrue, "UpgradeRequestAccepted", w.generation())
+			w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
+		})
+	}
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# olm/upstream-test.sh: OLM's own tests of every package the patch series
+# touches (every test, not only the series' own), run three times through
+# test/olm's module graph (a generated go.mod with a replace, -modfile):
+# on OLM unpatched, on the patched tree with the StatusSource feature gate
+# off (the series as shipped), and on the patched tree with it on
+# (GATE=on). It prints the count of tests run (top-level and subtests)
+# and fails on any failure, or when the patched tree runs fewer tests than
+# the unpatched one. `make olm-native-upstream-test` runs it; VERSION and
+# OLM_GIT as for olm/native.sh.
+set -euo pipefail
+GO=${GO:-go}
+MODULE=github.com/operator-framework/operator-lifecycle-manager
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+# The packages the series touches: the directories of its Go files.
+pkgs=$(grep -h '^diff --git a/' "$root"/olm/patches/*.patch | awk '{print $3}' | sed 's|^a/||' | grep '\.go$' | xargs -n1 dirname | sort -u | sed "s|^|$MODULE/|")
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/olm-upstream.XXXXXX")
+cleanup() { chmod -R u+w "$tmp" 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+tree() { # name gate [NOPATCH]
+  local name=$1 gate=$2 nopatch=${3:-}
+  GO=$GO GATE=$gate NOPATCH=$nopatch bash "$root/olm/native.sh" "$tmp/$name" >/dev/null
+  cp "$root/test/olm/go.mod" "$tmp/$name.mod"
+  cp "$root/test/olm/go.sum" "$tmp/$name.sum"
+  $GO mod edit -replace="$MODULE=$tmp/$name" -replace="github.com/statuscheck/statuscheck=$root" "$tmp/$name.mod"
+}
+
+run() { # name
+  local name=$1 start status
+  start=$(date +%s)
+  set +e
+  (cd "$root/test/olm" && $GO test -modfile="$tmp/$name.mod" -count=1 -v $pkgs) > "$tmp/$name.log" 2>&1
+  status=$?
+  set -e
+  local top sub fail skip
+  top=$(grep -cE '^--- (PASS|FAIL|SKIP): ' "$tmp/$name.log" || true)
+  sub=$(grep -cE '^ +--- (PASS|FAIL|SKIP): ' "$tmp/$name.log" || true)
+  fail=$(grep -cE '^ *--- FAIL: ' "$tmp/$name.log" || true)
+  skip=$(grep -cE '^ *--- SKIP: ' "$tmp/$name.log" || true)
+  printf '%-22s %6s tests %7s subtests %5s failed %5s skipped  exit %s  %ss\n' "$name" "$top" "$sub" "$fail" "$skip" "$status" "$(( $(date +%s) - start ))"
+  echo "$top" > "$tmp/$name.count"
+  if [ "$status" -ne 0 ]; then
+    grep -E '^ *--- FAIL|^FAIL|panic' "$tmp/$name.log" | head -50
+    return 1
+  fi
+}
+
+echo "packages the series touches:"
+echo "$pkgs" | sed 's/^/  /'
+tree upstream off 1
+tree patched off
+tree patched-gate-on on
+failed=0
+run upstream || failed=1
+run patched || failed=1
+run patched-gate-on || failed=1
+if [ "$(cat "$tmp/patched.count")" -lt "$(cat "$tmp/upstream.count")" ]; then
+  echo "the patched tree ran fewer tests than the unpatched one" >&2
+  failed=1
+fi
+exit $failed
