@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -267,4 +268,36 @@ func TestBadInput(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, stderr, "loading bundle "+file+": a ConfigMap, not a ClusterServiceVersion")
 	})
+}
+
+// TestValidateTextReads: validate's text output, over many bundles, is for
+// a terminal: each finding on one line that starts with its position, a
+// rule's remediation under its first finding, every other line within
+// report.Width columns (but a single word wider than that), and the OLM v1
+// and "without OLM" paragraphs said once, not once a bundle.
+func TestValidateTextReads(t *testing.T) {
+	fixtures := failFixtures(t)
+	code, stdout, _ := run(t, append([]string{"validate"}, fixtures...)...)
+	assert.Equal(t, 1, code)
+	finding := regexp.MustCompile(`^testdata/bundles/rules/[^ ]+: (error|warning|info) [a-z0-9-]+: `)
+	findings, verdicts := 0, 0
+	for _, l := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		if finding.MatchString(l) {
+			findings++
+			continue
+		}
+		if strings.HasSuffix(l, "is the upgrade held while the status source says wait?") {
+			verdicts++
+		}
+		if len(l) > report.Width {
+			assert.NotContains(t, strings.TrimSpace(l), " ", "a line wider than %d columns is one word: %q", report.Width, l)
+		}
+	}
+	assert.Greater(t, findings, len(fixtures)/2, "findings are one line each")
+	assert.Greater(t, verdicts, 10, "many bundles have a verdict")
+	for _, once := range []string{"operator-controller has no gate an operator can hold an upgrade on", "applied as plain manifests (kubectl, Helm, kustomize)"} {
+		assert.Less(t, strings.Count(strings.Join(strings.Fields(stdout), " "), once), verdicts/4, "said once for the bundles that share it, not once for each of %d: %q", verdicts, once)
+	}
+	assert.Contains(t, stdout, "\nSaid once for the bundles above that point here:\n")
+	assert.Equal(t, 1, strings.Count(stdout, "    to fix: Put every object in a file of its own."), "a remediation under its rule's first finding")
 }

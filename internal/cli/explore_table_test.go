@@ -172,15 +172,15 @@ func stepWords(st map[string]json.RawMessage) string {
 	return actor + " " + trace.Step{Verb: verb, Target: v1alpha1.Target(target)}.Action()
 }
 
-// TestExploreTableIsCurrent regenerates the README's table of --explore
-// results and fails when the README differs: the table is never written by
-// hand.
+// TestExploreTableIsCurrent regenerates docs/explore.md's tables of
+// --explore results and fails when the document differs: the tables are
+// never written by hand.
 func TestExploreTableIsCurrent(t *testing.T) {
 	testutil.Long(t)
 	if testing.Short() {
 		t.Skip("explores 5 bundles under 3 policies, and 3 with every fault of the bridge")
 	}
-	readme := filepath.Join(repoRoot, "README.md")
+	readme := filepath.Join(repoRoot, "docs", "explore.md")
 	data, err := os.ReadFile(readme)
 	require.NoError(t, err)
 	text := string(data)
@@ -190,12 +190,12 @@ func TestExploreTableIsCurrent(t *testing.T) {
 		kind       tableKind
 	}{{tableBegin, tableEnd, plainTable}, {bridgeTableBegin, bridgeTableEnd, bridgeTable}, {faultsTableBegin, faultsTableEnd, faultsTable}} {
 		i, j := strings.Index(got, tbl.begin), strings.Index(got, tbl.end)
-		require.True(t, i >= 0 && j > i, "README.md has no %q ... %q section", tbl.begin, tbl.end)
+		require.True(t, i >= 0 && j > i, "docs/explore.md has no %q ... %q section", tbl.begin, tbl.end)
 		got = got[:i+len(tbl.begin)] + "\n" + exploreTable(t, tbl.kind) + got[j:]
 	}
 	if *update {
 		require.NoError(t, os.WriteFile(readme, []byte(got), 0o644))
 		return
 	}
-	assert.Equal(t, maskMeasured(text), maskMeasured(got), "README.md's explore table is stale; run go test ./internal/cli -run TestExploreTable -update")
+	assert.Equal(t, maskMeasured(text), maskMeasured(got), "docs/explore.md's explore table is stale; run go test ./internal/cli -run TestExploreTable -update")
 }

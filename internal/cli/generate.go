@@ -240,7 +240,9 @@ func (a *app) generateOne(path string, opts generate.Options, output string, wri
 		return result.ExitOK, nil // up to date: nothing to say (pre-commit)
 	}
 	for _, n := range res.Notes {
-		fmt.Fprintf(a.stderr, "statuscheck: %s: note: %s\n", res.File, n)
+		if err := report.Note(a.stderr, res.File, n); err != nil {
+			return 0, err
+		}
 	}
 	if err := report.Lines(a.stderr, res.Findings); err != nil {
 		return 0, err

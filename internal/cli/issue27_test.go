@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -255,14 +256,14 @@ func TestItemFutureObservedGenerationIsNotEqual(t *testing.T) {
 	assert.Equal(t, "Allow", check[2].Verdict, "naive, which does not read it")
 }
 
-// recipeCommands are the statuscheck command lines of the README's fenced
+// recipeCommands are the statuscheck command lines of a document's fenced
 // sh block after marker ("" for every sh block).
 func recipeCommands(t *testing.T, readme, marker string) [][]string {
 	t.Helper()
 	text := readme
 	if marker != "" {
 		i := strings.Index(readme, marker)
-		require.True(t, i >= 0, "README.md has no %q", marker)
+		require.True(t, i >= 0, "the document has no %q", marker)
 		text = readme[i:]
 		j := strings.Index(text, "```sh\n")
 		require.True(t, j >= 0)
@@ -317,23 +318,28 @@ func parseLine(words []string) error {
 	return cmd.ValidateArgs(cmd.Flags().Args())
 }
 
-// TestItemRecordUpgradeRecipe: the README's recipe for recording a real
-// upgrade records the CR and the CSVs, then simulates the recording, and
-// every statuscheck command in it (and in every sh block of the README)
-// parses with the real command tree.
+// TestItemRecordUpgradeRecipe: the recipe for recording a real upgrade
+// (docs/commands.md) records the CR and the CSVs, then simulates the
+// recording, and every statuscheck command in it, and in every sh block of
+// the README and of docs/commands.md, parses with the real command tree.
 func TestItemRecordUpgradeRecipe(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	require.NoError(t, err)
-	readme := string(data)
-	recipe := recipeCommands(t, readme, "<!-- record-upgrade-recipe:")
+	doc := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(repoRoot, name))
+		require.NoError(t, err)
+		return string(data)
+	}
+	readme, commands := doc("README.md"), doc(filepath.Join("docs", "commands.md"))
+	recipe := recipeCommands(t, commands, "<!-- record-upgrade-recipe:")
 	require.Len(t, recipe, 2, "record, then simulate: %q", recipe)
 	rec, sim := recipe[0], recipe[1]
 	assert.Equal(t, "record", rec[1])
 	assert.Equal(t, "simulate", sim[1])
 	out := rec[wordIndex(rec, "-o")+1]
 	assert.Equal(t, out, sim[len(sim)-1], "simulate replays what record wrote")
-	for _, words := range append(recipe, recipeCommands(t, readme, "")...) {
-		assert.NoError(t, parseLine(words), "README: %s", strings.Join(words, " "))
+	all := slices.Concat(recipe, recipeCommands(t, readme, ""), recipeCommands(t, commands, ""))
+	require.Greater(t, len(all), 20, "the README's and docs/commands.md's commands are read")
+	for _, words := range all {
+		assert.NoError(t, parseLine(words), "docs: %s", strings.Join(words, " "))
 	}
 	// The test can fail: a flag the tree does not have is an error.
 	assert.Error(t, parseLine([]string{"statuscheck", "record", "--watch-csvs"}))

@@ -14,59 +14,6 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/validate"
 )
 
-// Text writes one "file:line:col: severity rule: message" line per finding
-// and a summary line.
-func Text(w io.Writer, rep *result.Report) error {
-	for _, b := range rep.Bundles {
-		if err := Lines(w, b.Findings); err != nil {
-			return err
-		}
-		if err := Protection(w, b); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprintf(w, "%s\n", summary(rep))
-	return err
-}
-
-// Lines writes findings one per line, without a summary.
-func Lines(w io.Writer, findings []result.Finding) error {
-	ew := &errWriter{w: w}
-	for _, f := range findings {
-		ew.printf("%s: %s %s: %s\n", position(f), f.Severity, f.Rule, f.Message)
-	}
-	return ew.err
-}
-
-// managerNames are the lifecycle managers as the text output names them.
-var managerNames = map[string]string{result.ManagerOLMv0: "OLM v0", result.ManagerOLMv1: "OLM v1", result.ManagerNone: "without OLM"}
-
-// Protection writes a bundle's verdict, one line per lifecycle manager,
-// after a heading naming the bundle; nothing when it has none.
-func Protection(w io.Writer, b result.Bundle) error {
-	if len(b.Protection) == 0 {
-		return nil
-	}
-	ew := &errWriter{w: w}
-	name := b.Path
-	if b.Name != "" {
-		name = b.Name + " (" + b.Path + ")"
-	}
-	ew.printf("%s: is the upgrade held while the status source says wait?\n", name)
-	for _, p := range b.Protection {
-		verdict := "no"
-		if p.Held {
-			verdict = "yes"
-		}
-		ew.printf("  %s: %s: %s", managerNames[p.Manager], verdict, p.Reason)
-		if p.Remedy != "" {
-			ew.printf("; to hold it: %s", p.Remedy)
-		}
-		ew.printf("\n")
-	}
-	return ew.err
-}
-
 func position(f result.Finding) string {
 	switch {
 	case f.Line == 0:

@@ -71,10 +71,10 @@ func (t *Timeline) head(cols []string, widths []int) {
 	t.printf("source:    %s\n", sum.Source)
 	t.printf("subresource status: %s\n", map[bool]string{true: "on", false: "off (status writes bump generation)"}[sum.StatusSubresource])
 	for _, n := range sum.Notes {
-		t.printf("note:      %s\n", n)
+		t.printf("%s", wrapAfter("note:      ", n, 11))
 	}
 	if h := historicalNote(sum); h != "" {
-		t.printf("note:      %s\n", h)
+		t.printf("%s", wrapAfter("note:      ", h, 11))
 	}
 	t.printf("\n")
 	t.line(cols, widths)
@@ -243,7 +243,7 @@ func (t *Timeline) Close(sum *simulate.Summary) error {
 		t.printf("%s: %s %s%s%s: %s\n", location(v), v.Severity, v.Rule, violationPolicyTag(v), at, v.Message)
 	}
 	for _, r := range remediations(sum.Violations) {
-		t.printf("to fix %s: %s\n", r.rule, r.text)
+		t.printf("%s", wrapAfter("to fix "+r.rule+": ", r.text, 4))
 	}
 	if sum.Dropped > 0 {
 		t.printf("... and %d more violations (only the first %d are listed)\n", sum.Dropped, simulate.MaxViolations)
@@ -252,13 +252,13 @@ func (t *Timeline) Close(sum *simulate.Summary) error {
 		t.printf("other objects in the input, skipped: %s\n", sum.Skipped)
 	}
 	for _, n := range sum.Late {
-		t.printf("note: %s\n", n)
+		t.printf("%s", wrapAfter("note: ", n, 6))
 	}
 	var final []string
 	for _, d := range sum.Final {
 		final = append(final, fmt.Sprintf("%s %s", d.Policy, d.Verdict))
 	}
-	t.printf("%s, %s%s; gate at the end: %s\n", plural(sum.Steps, "step", "steps"), countsText(sum.Counts), historicalText(sum), strings.Join(final, ", "))
+	t.printf("%s", wrap(fmt.Sprintf("%s, %s%s; gate at the end: %s", plural(sum.Steps, "step", "steps"), countsText(sum.Counts), historicalText(sum), strings.Join(final, ", ")), 0, 2))
 	return t.err
 }
 
