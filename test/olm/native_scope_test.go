@@ -122,6 +122,9 @@ func TestNativeScopeServiceAccountLacksTheGrant(t *testing.T) {
 	require.NoError(t, err)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "scoped", Namespace: w.ns}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"cool.operators.corp"}, Resources: []string{"cooloperators"}, Verbs: []string{"get", "list", "watch"}},
+		// What OLM reads as this service account to check the running
+		// v1's install.
+		{APIGroups: []string{"", "apps", "rbac.authorization.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
 	}}
 	_, err = w.c.Kube.RbacV1().Roles(w.ns).Create(ctx, role, metav1.CreateOptions{})
 	require.NoError(t, err)
