@@ -6,7 +6,7 @@ BIN      ?= bin/statuscheck
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build cross test olm olm-native olm-native-test olm-native-upstream-test olmv1-native olmv1-native-test race lint vet fmt-check docs demo bench fuzz ci clean image
+.PHONY: all build cross test plain olm olm-native olm-native-test olm-native-upstream-test olmv1-native olmv1-native-test race lint vet fmt-check docs demo bench fuzz ci clean image
 
 all: build test
 
@@ -23,6 +23,12 @@ cross:
 ## test: lint, then every test (goldens, rule fixtures, the real-bundle corpus, docs/rules.md freshness).
 test: lint
 	$(GO) test $(PKGS)
+
+## plain: the tier without OLM (test/plain, a module of its own): a real kube-apiserver with
+## ValidatingAdmissionPolicy, the admission guard and statuscheck gate generate writes, and real
+## Helm upgrades (Helm's Go SDK) held by the pre-upgrade hook and by the policy.
+plain:
+	cd test/plain && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## olm: the real-OLM tier (test/olm, a module of its own): OLM v0.46.0's olm-operator and
 ## OperatorCondition controllers on a real kube-apiserver, with statuscheck record recording,
@@ -119,6 +125,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/bridge FuzzDecide $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./internal/jsonobj FuzzEqual $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/simulate FuzzReplayMemo $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/guard FuzzParse $(FUZZTIME)
 
 ## image: the statuscheck image (build/Containerfile), built offline into podman's local
 ## store as a manifest list for IMAGE_PLATFORMS from the binaries this checkout builds:

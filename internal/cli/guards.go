@@ -13,6 +13,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/generate"
 	"github.com/statuscheck/statuscheck/pkg/guard"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
 // guardFlags are generate's flags for what holds an upgrade without OLM.
@@ -101,4 +102,29 @@ func (a *app) runGuards(path string, values generate.Values, g guardFlags, hook 
 	}
 	_, err = a.stdout.Write(out)
 	return err
+}
+
+// readGuards reads validate --guards: the admission policies and hooks
+// in each file (a file that cannot be read or parsed is an error naming
+// it).
+func readGuards(files []string) ([]guard.Found, error) {
+	var out []guard.Found
+	var errs []error
+	for _, f := range files {
+		data, err := bundle.OS{}.ReadFile(f, manifest.DefaultLimits.MaxFileSize)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading --guards %s: %w", f, err))
+			continue
+		}
+		found, err := guard.Parse(f, data)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--guards %s: %w", f, err))
+			continue
+		}
+		if len(found) == 0 {
+			errs = append(errs, fmt.Errorf("--guards %s holds no ValidatingAdmissionPolicy with its binding, and no hook Job running statuscheck gate --source", f))
+		}
+		out = append(out, found...)
+	}
+	return out, errors.Join(errs...)
 }

@@ -18,6 +18,7 @@ func (a *app) validateCommand() *cobra.Command {
 	output := newEnum("text", "text", "json", "sarif", "junit", "manifest-result", "scorecard")
 	failOn := newEnum("error", "error", "warning", "info")
 	var opts validate.Options
+	var guardFiles []string
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check that bundles declare a status source that can work",
@@ -50,6 +51,11 @@ that bundle could not be read.`,
 			if output.value == "manifest-result" && len(args) != 1 {
 				return usagef("-o manifest-result prints one ManifestResult: give one bundle, not %d", len(args))
 			}
+			guards, err := readGuards(guardFiles)
+			if err != nil {
+				return err
+			}
+			opts.Guards = guards
 			var progress validate.Progress
 			if isTerminal(a.stderr) {
 				var mu sync.Mutex
@@ -85,7 +91,7 @@ that bundle could not be read.`,
 				// takes any ManifestResult for a verdict: nothing on stdout.
 				return errors.Join(failures...)
 			}
-			var err error
+			err = nil
 			switch output.value {
 			case "json":
 				err = report.JSON(a.stdout, rep)
@@ -123,6 +129,7 @@ that bundle could not be read.`,
 	f := cmd.Flags()
 	f.VarP(output, "output", "o", "output format: text, json, sarif (code scanning), junit, manifest-result (operator-sdk external validator) or scorecard (scorecard custom test)")
 	f.Var(failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
+	f.StringArrayVar(&guardFiles, "guards", nil, "a manifest `FILE` applied beside the bundle without OLM (what generate --admission-policy or --upgrade-hook prints, or a rendered chart): its admission policy and pre-upgrade hook count in the verdict (repeatable)")
 	f.BoolVar(&opts.RequireStatusSource, "require-status-source", false, "report a CSV without a status source as an error")
 	return cmd
 }

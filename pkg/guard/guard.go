@@ -284,10 +284,17 @@ const (
 	helmPreUpgradeHook = "pre-upgrade"
 )
 
+// hookMeta annotates a hook object. Helm deletes hook-succeeded hooks
+// once all have run; Argo CD may delete one as soon as it is healthy, so
+// the RBAC the Job needs is left to BeforeHookCreation there.
 func hookMeta(name, namespace, weight string, labels map[string]string) metav1.ObjectMeta {
+	argoDelete := argoDeletePolicy
+	if weight == hookRBACWeight {
+		argoDelete = "BeforeHookCreation"
+	}
 	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: map[string]string{
 		helmHook: helmPreUpgradeHook, helmHookWeight: weight, helmHookDelete: hookDeletePolicy,
-		argoHook: "PreSync", argoSyncWave: weight, argoHookDelete: argoDeletePolicy,
+		argoHook: "PreSync", argoSyncWave: weight, argoHookDelete: argoDelete,
 	}}
 }
 

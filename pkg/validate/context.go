@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"github.com/statuscheck/statuscheck/pkg/guard"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
@@ -20,6 +21,11 @@ type Options struct {
 	// bundles (a catalog repeats one CRD many times); nil runs them for
 	// each bundle.
 	Probes *ProbeCache
+	// Guards are what holds the upgrade without OLM beside the bundle
+	// (validate --guards: the admission policy and pre-upgrade hook
+	// generate prints); the verdict reads those that guard the bundle's
+	// status source (withGuards).
+	Guards []guard.Found
 }
 
 // Context is what every rule's check reads: the bundle and the status

@@ -173,13 +173,13 @@ func Protection(ctx *Context) []result.Protection {
 	if ctx.Source.Mode() == v1alpha1.HandshakeOperatorCondition {
 		v1.Reason += "; an operator that writes its OperatorCondition may not even start there, since the API is not served"
 	}
-	return []result.Protection{
+	return withGuards(ctx, []result.Protection{
 		v0,
 		v1,
 		{Manager: result.ManagerNone,
 			Reason: "applied as plain manifests (kubectl, Helm, kustomize), nothing reads the condition before the new operator replaces the old",
 			Remedy: fmt.Sprintf("wait before applying the new version: the CR's %s condition True with observedGeneration equal to metadata.generation (kubectl wait --for=condition=%s=True does not compare generations)", ctx.Source.ConditionTypes()[0], ctx.Source.ConditionTypes()[0])},
-	}
+	})
 }
 
 // doubtRules are the warnings that put the gate in doubt: the CR may never

@@ -1,0 +1,48 @@
+package guard
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// TestParse: a policy counts with its binding, a hook Job with its gate's
+// --source; a binding without its policy is skipped; a file that does
+// not parse is an error naming it.
+func TestParse(t *testing.T) {
+	csv := loadCSV(t)
+	tg, err := Resolve(csv.Obj, csv.Doc.File, coolSource(), "cooloperators", true, "cool-system", "")
+	require.NoError(t, err)
+	p, b := AdmissionPolicy(tg)
+	objs := append([]runtime.Object{p, b}, UpgradeHook(tg, Hook{Image: "img"})...)
+	data, err := YAML(objs...)
+	require.NoError(t, err)
+	found, err := Parse("g.yaml", data)
+	require.NoError(t, err)
+	require.Len(t, found, 2)
+	assert.Equal(t, Found{What: FoundHook, File: "g.yaml", Group: "cool.operators.corp", Kind: "CoolOperator", Name: "cool-operator"}, found[0])
+	assert.Equal(t, Found{What: FoundPolicy, File: "g.yaml", Group: "cool.operators.corp", Kind: "CoolOperator", Name: "cool-operator", Deployments: []string{"cool-operator"}}, found[1])
+	assert.True(t, found[1].For(tg.Source, []string{"cool-operator"}))
+	assert.False(t, found[1].For(tg.Source, []string{"warm-operator"}))
+
+	lone, err := YAML(b)
+	require.NoError(t, err)
+	found, err = Parse("b.yaml", lone)
+	require.NoError(t, err)
+	assert.Empty(t, found)
+
+	_, err = Parse("bad.yaml", []byte("kind: [\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "bad.yaml")
+}
+
+// FuzzParse: no input panics Parse.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("apiVersion: batch/v1\nkind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: pre-upgrade\nspec:\n  template:\n    spec:\n      containers:\n      - args: [gate, --source, a/v1/K/n]\n"))
+	f.Add([]byte("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nspec:\n  policyName: p\n  paramRef: {name: x}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec:\n  paramKind: {apiVersion: v1, kind: K}\n  matchConstraints: {}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = Parse("f.yaml", data)
+	})
+}

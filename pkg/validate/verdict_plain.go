@@ -1,0 +1,84 @@
+package validate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/statuscheck/statuscheck/pkg/guard"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+// Held by what statuscheck generates for clusters without OLM: validate
+// knows of them from the manifests the user names with --guards FILE
+// (what generate --admission-policy and --upgrade-hook print, applied
+// beside the bundle or rendered from its chart), matched to the bundle by
+// the CR they read and, for the policy, the Deployment it matches.
+
+// guardsFor lists what of Options.Guards guards this bundle's status
+// source, by kind (guard.FoundPolicy, guard.FoundHook).
+func (ctx *Context) guardsFor() (policy, hook *guard.Found) {
+	if ctx.Source == nil || ctx.CSV == nil {
+		return nil, nil
+	}
+	var deployments []string
+	for _, d := range ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		deployments = append(deployments, d.Name)
+	}
+	for i := range ctx.Options.Guards {
+		g := &ctx.Options.Guards[i]
+		if !g.For(ctx.Source, deployments) {
+			continue
+		}
+		switch g.What {
+		case guard.FoundPolicy:
+			policy = g
+		case guard.FoundHook:
+			hook = g
+		}
+	}
+	return policy, hook
+}
+
+// guardLimits is what the admission guard does not hold.
+const guardLimits = "not held still: an upgrade that renames the Deployment, deletes and recreates it, or changes no image; " +
+	"the apiserver judges against its informer's copy of the CR, a watch behind the last write; " +
+	"and the rest of the new version (CRDs, RBAC) is applied around the denied Deployment"
+
+// hookLimits is what the pre-upgrade check does not hold.
+const hookLimits = "it holds only the tool that runs the hook (Helm, Argo CD): another apply of the new manifests goes past it"
+
+// withGuards revises the OLM v1 and without-OLM verdicts for the guards
+// the bundle ships (Options.Guards); the others are returned unchanged.
+func withGuards(ctx *Context, ps []result.Protection) []result.Protection {
+	policy, hook := ctx.guardsFor()
+	if policy == nil && hook == nil {
+		return ps
+	}
+	for i := range ps {
+		p := &ps[i]
+		switch p.Manager {
+		case result.ManagerNone:
+			var by, held, limits []string
+			if hook != nil {
+				by = append(by, guard.FoundHook)
+				held = append(held, fmt.Sprintf("the pre-upgrade hook in %s runs statuscheck gate, which fails the upgrade before anything of it is applied unless %s %q reports a fresh True", hook.File, ctx.Source.Kind, ctx.Source.Name))
+				limits = append(limits, hookLimits)
+			}
+			if policy != nil {
+				by = append(by, guard.FoundPolicy)
+				held = append(held, fmt.Sprintf("the admission policy in %s denies an image change of Deployment %s unless %s %q reports a fresh True, whatever applies it", policy.File, strings.Join(policy.Deployments, ", "), ctx.Source.Kind, ctx.Source.Name))
+				limits = append(limits, guardLimits)
+			}
+			p.Held, p.By, p.Remedy = true, strings.Join(by, "+"), ""
+			p.Reason = strings.Join(held, "; ") + "; " + strings.Join(limits, "; ")
+		case result.ManagerOLMv1:
+			if policy == nil {
+				continue
+			}
+			p.Held, p.By, p.Remedy = true, guard.FoundPolicy, ""
+			p.Reason = fmt.Sprintf("operator-controller has no gate of its own, but the admission policy in %s denies its update of Deployment %s (it applies the bundle through Helm, goes on past the error and retries with back-off) unless %s %q reports a fresh True; %s; a pre-upgrade hook is not run there",
+				policy.File, strings.Join(policy.Deployments, ", "), ctx.Source.Kind, ctx.Source.Name, guardLimits)
+		}
+	}
+	return ps
+}

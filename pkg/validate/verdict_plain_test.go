@@ -1,0 +1,83 @@
+package validate
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/guard"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+// TestVerdictWithGuards: the admission policy and the hook generate
+// prints hold the upgrade without OLM (the policy under OLM v1 too), each
+// with what it still does not hold; guards of another CR or Deployment
+// change nothing; OLM v0's verdict is never theirs.
+func TestVerdictWithGuards(t *testing.T) {
+	dir := filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "handshake", "none")
+	b, err := bundle.Load(dir, bundle.Options{})
+	require.NoError(t, err)
+	csv := b.CSV()
+	src := NewContext(b, Options{}).Source
+	require.NotNil(t, src)
+	tg, err := guard.Resolve(csv.Obj, csv.Doc.File, src, "cooloperators", true, "cool-system", "")
+	require.NoError(t, err)
+	p, bd := guard.AdmissionPolicy(tg)
+	policyYAML, err := guard.YAML(p, bd)
+	require.NoError(t, err)
+	hookYAML, err := guard.YAML(guard.UpgradeHook(tg, guard.Hook{Image: "img"})...)
+	require.NoError(t, err)
+	parse := func(file string, data []byte) []guard.Found {
+		f, err := guard.Parse(file, data)
+		require.NoError(t, err)
+		return f
+	}
+	policy, hook := parse("policy.yaml", policyYAML), parse("hook.yaml", hookYAML)
+	other := parse("other.yaml", policyYAML)
+	other[0].Deployments = []string{"warm-operator"}
+
+	tests := []struct {
+		name             string
+		guards           []guard.Found
+		v1, none         bool
+		by               string
+		reason, noReason []string
+	}{
+		{name: "none shipped"},
+		{name: "the policy", guards: policy, v1: true, none: true, by: "admission-policy",
+			reason: []string{"policy.yaml denies an image change of Deployment cool-operator", "renames the Deployment", "changes no image", "informer", "applied around the denied Deployment"}},
+		{name: "the hook", guards: hook, none: true, by: "upgrade-hook",
+			reason: []string{"hook.yaml runs statuscheck gate", "holds only the tool that runs the hook"}, noReason: []string{"renames"}},
+		{name: "both", guards: append(append([]guard.Found{}, hook...), policy...), v1: true, none: true, by: "upgrade-hook+admission-policy"},
+		{name: "a policy of another Deployment", guards: other},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := NewContext(b, Options{Guards: tt.guards})
+			ps := Protection(ctx)
+			require.Len(t, ps, 3)
+			got := map[string]result.Protection{}
+			for _, p := range ps {
+				got[p.Manager] = p
+			}
+			assert.False(t, got[result.ManagerOLMv0].Held)
+			assert.Empty(t, got[result.ManagerOLMv0].By)
+			assert.Equal(t, tt.v1, got[result.ManagerOLMv1].Held)
+			assert.Equal(t, tt.none, got[result.ManagerNone].Held)
+			assert.Equal(t, tt.by, got[result.ManagerNone].By)
+			if !tt.none {
+				assert.NotEmpty(t, got[result.ManagerNone].Remedy)
+			}
+			for _, r := range tt.reason {
+				assert.Contains(t, got[result.ManagerNone].Reason, r)
+			}
+			for _, r := range tt.noReason {
+				assert.NotContains(t, got[result.ManagerNone].Reason, r)
+			}
+		})
+	}
+}
