@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -60,6 +61,11 @@ other byte (comments, order, quoting, indentation, line endings) stays.
 
 The value is checked with validate's rules against the CRDs at hand first;
 with errors nothing is written and the exit code is 1, unless --force.
+Whether the upgrade is then held is validate's verdict, about the bundle
+as a whole: when it is not yet (no bridge, a race the protocol search
+finds), generate still writes the value, exits 0, and says so on stderr
+("the upgrade is not held yet; validate will report ..."); validate
+exits 1 on it.
 
 --bridge IMAGE also adds what statuscheck bridge needs to run on today's
 OLM (docs/bridge.md): a sidecar container in the operator's deployment
@@ -192,10 +198,21 @@ func generateConflicts(v generate.Values, output string, write, diff, check bool
 		return usagef("--request-spec-path, --request-annotation and --ack-status-path need --handshake RequestAck, not %s", *v.Handshake)
 	case v.Handshake != nil && *v.Handshake == string(v1alpha1.HandshakeRequestAck) && v.RequestSpecPath == nil && v.RequestAnnotation == nil:
 		return usagef("--handshake RequestAck needs --request-spec-path or --request-annotation")
+	case v.RequestSpecPath != nil && placeholder(*v.RequestSpecPath):
+		return usagef("--request-spec-path %s is the placeholder of a suggested command: give the spec field your CRD reserves for OLM's request (a string field of its own, such as .spec.upgradeRequest, added to the CRD's spec schema first)", *v.RequestSpecPath)
+	case v.AckStatusPath != nil && placeholder(*v.AckStatusPath):
+		return usagef("--ack-status-path %s is the placeholder of a suggested command: give the status field the operator echoes the answered request in (such as .status.observedUpgradeRequest, added to the CRD's status schema first)", *v.AckStatusPath)
 	case paths > 1 && !write && !check && !diff:
 		return usagef("several paths need -w, -d or --check; stdout holds one file")
 	}
 	return nil
+}
+
+// placeholder reports whether a path is the placeholder word of one of
+// statuscheck's suggested commands (.spec.FIELD), pasted as it is.
+func placeholder(path string) bool {
+	_, field, _ := strings.Cut(strings.TrimPrefix(path, "."), ".")
+	return field == "FIELD" || field == "PATH" || strings.ContainsAny(path, "<>")
 }
 
 // fixCommand is the generate -w command that brings a file up to date:
@@ -244,11 +261,17 @@ func (a *app) generateOne(path string, opts generate.Options, output string, wri
 			return 0, err
 		}
 	}
+	for _, v := range res.Verdict {
+		fmt.Fprintf(a.stderr, "statuscheck: %s: the upgrade is not held yet; validate will report %s %s: %s\n", res.File, v.Severity, v.Rule, v.Message)
+	}
 	if err := report.Lines(a.stderr, res.Findings); err != nil {
 		return 0, err
 	}
 	if res.Invalid() && !force && !check {
 		fmt.Fprintf(a.stderr, "statuscheck: %s: the status source %s is invalid (findings above); nothing written (--force writes it anyway)\n", res.File, res.Derivation.Source.Marshal())
+		if img := declaredBridgeImage(res); opts.Bridge == nil && img != "" && slices.ContainsFunc(res.Findings, func(f result.Finding) bool { return f.Rule == "bridge-rbac-missing" }) {
+			fmt.Fprintf(a.stderr, "statuscheck: %s: the declared bridge needs more RBAC for this value, which generate adds only with --bridge: run %s --bridge %s %s\n", res.File, fix, shellQuote(img), shellQuote(path))
+		}
 		return result.ExitFindings, nil
 	}
 	code := result.ExitOK
@@ -297,4 +320,23 @@ func (a *app) generateOne(path string, opts generate.Options, output string, wri
 		}
 	}
 	return code, nil
+}
+
+// declaredBridgeImage is the image of the bridge the CSV declares, "" when
+// it declares none (or it cannot be found).
+func declaredBridgeImage(res *generate.Result) string {
+	_, csv, err := generate.ParseCSV(res.File, res.Old)
+	if err != nil {
+		return ""
+	}
+	d, err := sidecar.Declared(csv)
+	if err != nil || d == nil {
+		return ""
+	}
+	install := csv.Spec.InstallStrategy.StrategySpec
+	dep, ctr := sidecar.Find(install, *d)
+	if dep < 0 || ctr < 0 {
+		return ""
+	}
+	return install.DeploymentSpecs[dep].Spec.Template.Spec.Containers[ctr].Image
 }

@@ -160,9 +160,41 @@ func policies(name string) ([]contract.Policy, contract.Policy) {
 	return []contract.Policy{p}, p
 }
 
+// replayHint is the "Replay with --crd PATH" a trace's header comment
+// asks for (the example traces whose steps depend on the apiserver's
+// pruning and defaulting), "" when it asks for nothing.
+func replayHint(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(f, head)
+	var text []string
+	for _, line := range strings.Split(string(head[:n]), "\n") {
+		c, ok := strings.CutPrefix(line, "#")
+		if !ok {
+			break // the header ends with the first line that is not a comment
+		}
+		text = append(text, strings.TrimSpace(c))
+	}
+	_, after, ok := strings.Cut(strings.Join(text, " "), "Replay with --crd ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(strings.Fields(after)[0], ".")
+}
+
 func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 	var ctx *source.Context
 	var err error
+	if crd := replayHint(path); crd != "" && f.crdFile == "" && f.bundleDir == "" {
+		// Without the CRD the apiserver's pruning and defaulting, which
+		// the trace's steps depend on, are not applied: the replay would
+		// report violations the trace does not have.
+		return 0, usagef("%s needs --crd %s (its header says so: the apiserver's pruning and defaulting decide its steps)", path, crd)
+	}
 	if f.crdFile != "" && f.source == "" {
 		// --crd alone: the trace's own statusSource names the object.
 		if ctx, err = declaredContext(path, f); err != nil {

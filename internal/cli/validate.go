@@ -33,8 +33,10 @@ problems operator-registry would reject are reported too.
 
 Run 'statuscheck rules' for the list of rules.
 
-Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2
-statuscheck could not validate. A path that cannot be read does not hide
+Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it
+or a status source whose upgrade OLM v0 does not hold (the verdict's
+"OLM v0: no", which counts as an error), 2 statuscheck could not
+validate. A path that cannot be read does not hide
 the others: every bundle that could be checked is reported, then each
 path or file that could not be read is named on stderr (and in the json,
 sarif, junit and scorecard documents), and the exit code is 2. Two

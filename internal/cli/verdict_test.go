@@ -59,7 +59,7 @@ func TestItem1GenerateThenValidateSaysOLMv0DoesNotHoldIt(t *testing.T) {
 	}
 	require.NotNil(t, found, "%+v", b.Findings)
 	assert.Equal(t, result.Error, found.Severity)
-	assert.Contains(t, found.Message, "statuscheck generate -w --bridge IMAGE --handshake RequestAck --request-spec-path .spec.FIELD "+dir)
+	assert.Contains(t, found.Message, "statuscheck generate -w --bridge IMAGE --bridge-deployment hco-operator --request-spec-path .spec.upgradeRequest "+dir)
 	assert.Contains(t, found.Message, "--handshake OperatorCondition")
 	assert.NotZero(t, found.Line)
 	assert.False(t, protection(b, result.ManagerOLMv0).Held)

@@ -94,7 +94,11 @@ type Runner struct {
 	ready   atomic.Bool
 	yield   atomic.Pointer[string]
 	ocGone  atomic.Bool
-	kick    chan time.Time
+	// wrote is set once this runner has written an entry: only then can
+	// a stop that cannot read the OperatorCondition leave a True of its
+	// own behind.
+	wrote atomic.Bool
+	kick  chan time.Time
 }
 
 var _ manager.Runnable = (*Runner)(nil)
@@ -282,7 +286,12 @@ func (r *Runner) stop() {
 		log.Info("withdrew Upgradeable=True on stopping", "reason", ReasonStopped)
 		return nil
 	})
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+	case !r.wrote.Load():
+		// Nothing this bridge wrote can stay behind.
+		log.Info("stopping: this bridge wrote no entry, so it has nothing to withdraw (the OperatorCondition could not be read: " + err.Error() + ")")
+	default:
 		log.Error(err, "could not withdraw Upgradeable=True on stopping: it stays until the bridge runs again")
 	}
 }
@@ -385,6 +394,9 @@ func (r *Runner) writeOC(ctx context.Context, u *unstructured.Unstructured, d De
 	ann[AnnotationEntry] = d.Digest
 	u.SetAnnotations(ann)
 	_, err := r.client.Resource(contract.OperatorConditionResource).Namespace(r.opts.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err == nil {
+		r.wrote.Store(true)
+	}
 	return err // a conflict is retried with what is read then
 }
 

@@ -203,6 +203,17 @@ func Load(path string, opts Options) (*Bundle, error) {
 	if entries, err := fsys.ReadDir(path); err == nil && len(entries) == 0 {
 		return nil, fmt.Errorf("loading bundle %s: an empty directory (want a bundle root with manifests/ and metadata/, or a manifests directory)", path)
 	}
+	if filepath.Base(filepath.Clean(path)) == "metadata" {
+		// A bundle's metadata/ (annotations.yaml) is not a directory of
+		// manifests: say where the bundle is.
+		parent := filepath.Dir(filepath.Clean(path))
+		if _, err := fsys.Stat(filepath.Join(path, "annotations.yaml")); err == nil {
+			if mst, err := fsys.Stat(filepath.Join(parent, "manifests")); err == nil && mst.IsDir() {
+				return nil, fmt.Errorf("loading bundle %s: this is the bundle's metadata directory; point at the bundle root, %s", path, parent)
+			}
+			return nil, fmt.Errorf("loading bundle %s: this is a bundle's metadata directory (annotations.yaml), not its manifests; point at the bundle root (manifests/ and metadata/)", path)
+		}
+	}
 	b := &Bundle{Path: path, Root: path, ManifestsDir: path}
 	metadataDir := ""
 	if mst, err := fsys.Stat(filepath.Join(path, "manifests")); err == nil && mst.IsDir() {

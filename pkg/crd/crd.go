@@ -10,6 +10,7 @@ package crd
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -217,6 +218,40 @@ func (v *Version) TypeAt(path []string) (typ string, declared bool) {
 		return "int-or-string", true
 	}
 	return s.Type, true
+}
+
+// ReservedRequestName is the name of the spec field statuscheck suggests
+// for OLM's RequestAck request, and one of the two ways a field is known
+// to be reserved for it (RequestReserved).
+const ReservedRequestName = "upgradeRequest"
+
+// RequestReserved reports whether a spec field (["spec", "upgradeRequest"])
+// is one the operator reserves for OLM's RequestAck request, which OLM
+// overwrites with its token: its name is upgradeRequest, or the schema's
+// description of it says "upgrade request" (any case; kubebuilder copies a
+// Go field's doc comment there). Any other field may already mean
+// something (a ServiceAccount's name, a replica count) that OLM's token
+// would overwrite; the schema cannot say more.
+func (v *Version) RequestReserved(path []string) bool {
+	if len(path) == 0 {
+		return false
+	}
+	if path[len(path)-1] == ReservedRequestName {
+		return true
+	}
+	s := v.Schema
+	for _, f := range path {
+		if s == nil {
+			return false
+		}
+		p, ok := s.Properties[f]
+		if !ok {
+			return false
+		}
+		s = &p
+	}
+	d := strings.ToLower(s.Description)
+	return strings.Contains(d, "upgrade request") || strings.Contains(d, strings.ToLower(ReservedRequestName))
 }
 
 // TokenTypeError is a handshake token field the schema types as neither

@@ -65,6 +65,9 @@ func BridgeOps(obj map[string]interface{}, csv *operatorsv1alpha1.ClusterService
 	if err := sidecar.OneWriter(src); err != nil {
 		return nil, sidecar.Declaration{}, fmt.Errorf("--bridge: %w", err)
 	}
+	if err := sidecar.CheckImage(b.Image); err != nil {
+		return nil, sidecar.Declaration{}, fmt.Errorf("--bridge %s: %w; nothing written", b.Image, err)
+	}
 	install := csv.Spec.InstallStrategy.StrategySpec
 	if len(install.DeploymentSpecs) == 0 {
 		return nil, sidecar.Declaration{}, fmt.Errorf("the CSV has no deployments in its install strategy (an operator-sdk base CSV?): the bridge goes into the bundle's CSV that `make bundle` writes; run generate --bridge on that bundle")
@@ -93,7 +96,11 @@ func BridgeOps(obj map[string]interface{}, csv *operatorsv1alpha1.ClusterService
 	case decl.Deployment == "" && len(install.DeploymentSpecs) == 1:
 		dep, decl.Deployment = 0, install.DeploymentSpecs[0].Name
 	case decl.Deployment == "":
-		return nil, decl, &AmbiguousError{Reason: fmt.Sprintf("the install strategy has %d deployments; choose the one the bridge joins with --bridge-deployment", len(names)), Candidates: names}
+		var flags []string
+		for _, d := range install.DeploymentSpecs {
+			flags = append(flags, "--bridge-deployment "+d.Name)
+		}
+		return nil, decl, &AmbiguousError{Reason: fmt.Sprintf("the install strategy has %d deployments; add --bridge-deployment with the operator's (the one that writes %s's status), which the bridge joins", len(names), src.Kind), Candidates: flags}
 	case dep < 0:
 		return nil, decl, fmt.Errorf("the install strategy has no deployment %q (it has %s)", decl.Deployment, strings.Join(names, ", "))
 	}

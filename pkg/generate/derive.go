@@ -191,7 +191,13 @@ func deriveIdentity(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CR
 	case v.Kind != nil:
 		kind = *v.Kind
 		if v.APIVersion != nil {
+			// A kind the CSV does not own is refused the same way with or
+			// without --api-version: OLM never gives the operator's CR of
+			// another operator's kind to this one (status-source-not-owned).
 			group = groupOf(*v.APIVersion)
+			if len(owned) > 0 && !isOwned(group, kind) {
+				return notOwned(csv, kind+" in group "+group, owned)
+			}
 		} else {
 			for _, o := range owned {
 				if o.Kind == kind {
@@ -291,13 +297,13 @@ func (d *Derivation) unpinned(ns, where string, v Values) {
 	if ns == "" || v.Namespace != nil {
 		return
 	}
-	d.Notes = append(d.Notes, fmt.Sprintf("%s is in namespace %q; the annotation leaves the namespace out, so the gate reads the CR in the namespace the operator is installed in (pass --namespace %s to pin it)", where, ns, ns))
+	d.Notes = append(d.Notes, fmt.Sprintf("%s is in namespace %q; the annotation leaves the namespace out, so the gate reads the CR in the namespace the operator is installed in, which is %q when the operator is installed there (pinning it with --namespace would make the gate read a CR that does not exist wherever else it is installed: status-source-namespace-pinned)", where, ns, ns))
 }
 
-// notOwned is the error for --kind naming no owned kind (without
-// --api-version to say where it is): with the owned kind it probably means.
+// notOwned is the error for --kind naming no owned kind (with or without
+// --api-version): with the owned kind it probably means.
 func notOwned(csv *operatorsv1alpha1.ClusterServiceVersion, kind string, owned []bundle.OwnedKind) error {
-	reason := fmt.Sprintf("--kind %s is not an owned kind of the CSV", kind)
+	reason := fmt.Sprintf("--kind %s is not an owned kind of the CSV (status-source-not-owned: add its CRD to spec.customresourcedefinitions.owned, or pick one it owns)", kind)
 	for _, o := range owned {
 		if strings.EqualFold(o.Kind, kind) {
 			reason += fmt.Sprintf("; did you mean %s?", o.Kind)

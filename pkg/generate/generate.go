@@ -52,6 +52,10 @@ type Result struct {
 	Findings []result.Finding
 	// Notes are things the user should know (checks that could not run).
 	Notes []string
+	// Verdict are validate's findings on whether the upgrade is held
+	// (validate.VerdictRule) with the new value: the bundle's, not the
+	// value's, so never a reason to refuse the write, nor to exit 1.
+	Verdict []result.Finding
 	// Bridge is the bridge's declaration and the ops that add what it
 	// needs (empty when it is all there), with Options.Bridge.
 	Bridge *sidecar.Declaration
@@ -123,7 +127,7 @@ func Run(path string, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	res.Findings, res.Notes = check(file, newDoc, newCSV, crds, inBundle || len(opts.CRDs) > 0)
+	res.Findings, res.Verdict, res.Notes = check(file, newDoc, newCSV, crds, inBundle || len(opts.CRDs) > 0)
 	res.Findings = toOldPositions(file, old, res.New, res.Findings)
 	res.Notes = append(d.Notes, res.Notes...)
 	return res, nil
@@ -263,6 +267,11 @@ func unwrap(err error) error {
 	return err
 }
 
+// ParseCSV finds and decodes the CSV document of a file.
+func ParseCSV(file string, data []byte) (*manifest.Document, *operatorsv1alpha1.ClusterServiceVersion, error) {
+	return parseCSV(file, data)
+}
+
 // parseCSV finds and decodes the CSV document of a file.
 func parseCSV(file string, data []byte) (*manifest.Document, *operatorsv1alpha1.ClusterServiceVersion, error) {
 	docs, err := manifest.Parse(file, data, manifest.DefaultLimits)
@@ -357,15 +366,13 @@ func normalize(v interface{}) interface{} {
 // file alone with no CRD beside it (an operator-sdk base CSV) cannot have
 // its CRD checked: that is a note, not a finding. In a bundle, or with
 // --crd, a missing CRD is the error validate reports.
-func check(file string, doc *manifest.Document, csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, crdsExpected bool) ([]result.Finding, []string) {
+func check(file string, doc *manifest.Document, csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, crdsExpected bool) (out, verdict []result.Finding, notes []string) {
 	b := &bundle.Bundle{Path: file, Root: filepath.Dir(file), ManifestsDir: filepath.Dir(file),
 		CSVs: []*bundle.CSV{{Doc: doc, Obj: csv}}, CRDs: crds}
 	res := validate.Check(b, validate.Options{})
 	// operator-sdk's base CSV has no install strategy yet: `make bundle`
 	// fills it from config/rbac, so RBAC cannot be judged here.
 	base := len(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs) == 0
-	var notes []string
-	var out []result.Finding
 	for _, f := range res.Findings {
 		switch {
 		case len(crds) == 0 && !crdsExpected && f.Rule == "status-source-crd-missing":
@@ -377,10 +384,10 @@ func check(file string, doc *manifest.Document, csv *operatorsv1alpha1.ClusterSe
 		case validate.VerdictRule(f.Rule):
 			// Whether the upgrade is held is the bundle's, not the
 			// annotation's: said, never a reason to refuse the write.
-			notes = append(notes, fmt.Sprintf("%s %s: %s", f.Severity, f.Rule, f.Message))
+			verdict = append(verdict, f)
 			continue
 		}
 		out = append(out, f)
 	}
-	return out, notes
+	return out, verdict, notes
 }

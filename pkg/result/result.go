@@ -212,12 +212,17 @@ const (
 )
 
 // ExitCode is 2 when something could not be checked, 1 when a finding is
-// at or above failOn, and 0 otherwise.
+// at or above failOn or a bundle's upgrade is not held on OLM v0 (which
+// counts as an error, whatever findings say it: a warning that puts the
+// gate in doubt makes the verdict "no"), and 0 otherwise.
 func (r *Report) ExitCode(failOn Severity) int {
 	if r.Failed() {
 		return ExitFailure
 	}
 	for _, b := range r.Bundles {
+		if failOn <= Error && !b.HeldOnOLMv0() {
+			return ExitFindings
+		}
 		for _, f := range b.Findings {
 			if f.Severity >= failOn {
 				return ExitFindings
@@ -225,4 +230,16 @@ func (r *Report) ExitCode(failOn Severity) int {
 		}
 	}
 	return ExitOK
+}
+
+// HeldOnOLMv0 reports whether the bundle's verdict for OLM v0 is held, or
+// there is no verdict (the CSV declares no valid status source, which its
+// findings say).
+func (b *Bundle) HeldOnOLMv0() bool {
+	for _, p := range b.Protection {
+		if p.Manager == ManagerOLMv0 {
+			return p.Held
+		}
+	}
+	return true
 }

@@ -751,13 +751,49 @@ func numbers(v interface{}) interface{} {
 	return v
 }
 
+// auditObjectRef is an audit Event's objectRef.
+type auditObjectRef struct {
+	Resource   string `json:"resource"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	APIGroup   string `json:"apiGroup"`
+	APIVersion string `json:"apiVersion"`
+}
+
+// firstAuditObject is the objectRef of the audit log's first event, nil
+// when the first line (within what br has buffered) is not one.
+func firstAuditObject(br *bufio.Reader) *auditObjectRef {
+	head, _ := br.Peek(br.Size())
+	line, _, _ := bytes.Cut(head, []byte("\n"))
+	var ev struct {
+		ObjectRef *auditObjectRef `json:"objectRef"`
+	}
+	if json.Unmarshal(line, &ev) != nil || ev.ObjectRef == nil || ev.ObjectRef.Resource == "" || ev.ObjectRef.Name == "" {
+		return nil
+	}
+	return ev.ObjectRef
+}
+
 // openAudit reads audit.k8s.io/v1 Events (JSON lines at RequestResponse
 // level) and keeps the writes to the status source.
 func openAudit(t *Trace, br *bufio.Reader) error {
 	t.Recorded = true
 	id := t.Identity
 	if id.Name == "" || id.Kind == "" {
-		return &TraceError{File: t.File, Msg: "an audit log needs the status source to pick its object out: give --bundle, or --crd with --source"}
+		msg := "an audit log needs the status source to pick its object out: give --bundle, or --crd with --source"
+		if ref := firstAuditObject(br); ref != nil {
+			gr := ref.Resource
+			if ref.APIGroup != "" {
+				gr += "." + ref.APIGroup
+			}
+			where := ref.Name
+			if ref.Namespace != "" {
+				where = ref.Namespace + "/" + ref.Name
+			}
+			msg = fmt.Sprintf("an audit log needs the status source to pick its object out; its first event is about %s %s: give --bundle with the bundle whose CSV owns %s (its CRD and status-source annotation), or --crd with the CRD file of %s and --source %s/%s/KIND/%s",
+				gr, where, gr, gr, ref.APIGroup, ref.APIVersion, ref.Name)
+		}
+		return &TraceError{File: t.File, Msg: msg}
 	}
 	d := &differ{t: t, src: t.source(), statusSubresource: t.subresource}
 	t.differ = d

@@ -3,6 +3,7 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
@@ -25,7 +27,11 @@ func checkMissing(ctx *Context) []Issue {
 	msg := fmt.Sprintf("the ClusterServiceVersion %q declares no status source (annotation %s); OLM v0 gates its upgrades on the OperatorCondition, which the operator writes itself", ctx.CSV.Obj.Name, v1alpha1.AnnotationKey)
 	if init, ok := ctx.CSV.Obj.Annotations[v1alpha1.InitializationResourceKey]; ok {
 		if obj, err := contract.ParseObjectRef(init); err == nil && obj.Kind != "" && bundle.Owns(ctx.CSV.Obj, obj.Group, obj.Kind) {
-			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (statuscheck generate derives it)", obj.Kind, obj.Name)
+			if errs := candidateErrors(ctx, obj); len(errs) > 0 {
+				msg += fmt.Sprintf("; its initialization resource %s %q cannot be the status source as the bundle stands (generate refuses it: %s)", obj.Kind, obj.Name, strings.Join(errs, ", "))
+			} else {
+				msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (`statuscheck generate -w %s` derives it)", obj.Kind, obj.Name, ctx.bundleArg())
+			}
 		}
 	}
 	is := atKey(ctx.CSV.Doc, manifest.NewPath("metadata", "annotations"), "%s", msg)
@@ -34,6 +40,33 @@ func checkMissing(ctx *Context) []Issue {
 		is.Message += " (--require-status-source)"
 	}
 	return []Issue{is}
+}
+
+// candidateErrors are the rules generate would refuse the status source
+// obj with: the error findings of the rules that judge the value (not the
+// verdict's) on a copy of the bundle whose CSV declares it.
+func candidateErrors(ctx *Context, obj contract.ObjectRef) []string {
+	src := v1alpha1.StatusSource{APIVersion: obj.APIVersion(), Kind: obj.Kind, Name: obj.Name}
+	csv := *ctx.CSV
+	csv.Obj = ctx.CSV.Obj.DeepCopy()
+	csv.Obj.Annotations[v1alpha1.AnnotationKey] = src.Marshal()
+	b := *ctx.Bundle
+	b.CSVs = []*bundle.CSV{&csv}
+	var rules []Rule
+	for _, r := range Rules() {
+		// The rules about the value; a bundle's other errors stand with
+		// or without it.
+		if !r.Verdict && r.ID != "status-source-missing" && (strings.HasPrefix(r.ID, "status-") || strings.HasPrefix(r.ID, "condition")) {
+			rules = append(rules, r)
+		}
+	}
+	var out []string
+	for _, f := range run(rules, &b, ctx.Options).Findings {
+		if f.Severity >= result.Error && !slices.Contains(out, f.Rule) {
+			out = append(out, f.Rule)
+		}
+	}
+	return out
 }
 
 func checkInvalid(ctx *Context) []Issue {
@@ -448,8 +481,15 @@ func checkRBAC(ctx *Context) []Issue {
 	// modes only.
 	modes := sidecar.SupportedModes(ctx.CSV.Obj.Spec.InstallModes)
 	cluster := modes.Reach(ctx.CRD.Namespaced(), ctx.Source.Namespace) == sidecar.ReachNone
+	// Without a status subresource the status is written with the object
+	// itself (status-subresource-disabled says what that costs): the
+	// permission that counts is on the resource.
+	sub, what := "status", plural+"/status"
+	if ctx.Version != nil && !ctx.Version.StatusSubresource {
+		sub, what = "", plural+" (the version has no status subresource, so the status is written with the object)"
+	}
 	for _, verb := range []string{"update", "patch"} {
-		if bundle.Grants(install, "", bundle.Request{Verb: verb, Group: group, Resource: plural, Subresource: "status", Name: ctx.Source.Name}, cluster) {
+		if bundle.Grants(install, "", bundle.Request{Verb: verb, Group: group, Resource: plural, Subresource: sub, Name: ctx.Source.Name}, cluster) {
 			return nil
 		}
 	}
@@ -458,7 +498,7 @@ func checkRBAC(ctx *Context) []Issue {
 		scope = "clusterPermissions (" + modes.NotReached(ctx.CRD.Namespaced(), ctx.Source.Namespace) + ")"
 	}
 	return []Issue{atKey(ctx.CSV.Doc, manifest.NewPath("spec", "install", "spec", "clusterPermissions"),
-		"no rule in the install strategy's %s lets the operator's service account update or patch %s/status in group %s", scope, plural, group)}
+		"no rule in the install strategy's %s lets the operator's service account update or patch %s in group %s", scope, what, group)}
 }
 
 func checkRequestObservable(ctx *Context) []Issue {
@@ -471,6 +511,26 @@ func checkRequestObservable(ctx *Context) []Issue {
 	}
 	return []Issue{{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + ".handshake.ack",
 		Message: fmt.Sprintf("the handshake requests through annotation %q without ack.statusPath: writing an annotation does not bump metadata.generation, so a fresh Upgradeable=True may predate the request and OLM cannot tell whether the operator saw it", h.Request.Annotation)}}
+}
+
+// checkRequestReserved reports a spec request field that nothing shows is
+// reserved for OLM's request (crd.Version.RequestReserved). A field the
+// schema does not declare is handshake-path-missing's, unless the CRD
+// keeps unknown fields there.
+func checkRequestReserved(ctx *Context) []Issue {
+	if ctx.Source == nil || ctx.Version == nil || ctx.Source.Mode() != v1alpha1.HandshakeRequestAck {
+		return nil
+	}
+	r := ctx.Source.Request()
+	if r == nil || r.SpecPath == "" {
+		return nil
+	}
+	path := v1alpha1.FieldPath(r.SpecPath)
+	if _, declared := ctx.Version.TypeAt(path); !declared || ctx.Version.RequestReserved(path) {
+		return nil
+	}
+	return []Issue{{Pos: ctx.AnnotationPos(), Field: AnnotationPath.String() + ".handshake.request.specPath",
+		Message: fmt.Sprintf("the request field %s of CRD %s version %s is not reserved for OLM's request (it is not named %s and its schema's description does not say \"upgrade request\"): OLM would overwrite whatever it means with its token; add a field of its own, .spec.%s", r.SpecPath, ctx.CRD.Name(), ctx.Version.Name, crd.ReservedRequestName, crd.ReservedRequestName)}}
 }
 
 func checkHandshakePaths(ctx *Context) []Issue {

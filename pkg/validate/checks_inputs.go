@@ -204,10 +204,15 @@ func checkInstallModeRBAC(ctx *Context) []Issue {
 func bridgeCommand(ctx *Context, dep, ctr int) []Issue {
 	c := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[dep].Spec.Template.Spec.Containers[ctr]
 	field, err := sidecar.RunsBridge(c)
+	p := manifest.NewPath("spec", "install", "spec", "deployments").Index(dep).Child("spec", "template", "spec", "containers").Index(ctr)
 	if err == nil {
+		// A container whose image cannot be pulled never runs.
+		if err := sidecar.CheckImage(c.Image); err != nil {
+			return []Issue{atKey(ctx.CSV.Doc, p.Child("image"), "container %q of deployment %q is declared to run the bridge (%s), but the kubelet cannot pull its image (%v): nothing runs the bridge, so nothing writes the OperatorCondition",
+				c.Name, ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[dep].Name, sidecar.AnnotationKey, err)}
+		}
 		return nil
 	}
-	p := manifest.NewPath("spec", "install", "spec", "deployments").Index(dep).Child("spec", "template", "spec", "containers").Index(ctr)
 	if field != "" {
 		p = p.Child(field)
 	} else {

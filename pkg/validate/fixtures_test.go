@@ -198,6 +198,13 @@ var fixtures = []fixture{
 	{rule: "handshake-path-missing", pass: true, comment: "a request through a spec field the schema defines",
 		edits: []edit{annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.upgradeRequest"}}}`)}},
 
+	{rule: "handshake-request-not-reserved", comment: "a request through a spec field that already means something",
+		edits: []edit{{crdFile, "              upgradeRequest:\n", "              serviceAccountName:\n                description: The ServiceAccount the operand runs as.\n                type: string\n              upgradeRequest:\n"},
+			annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.serviceAccountName"}}}`)}},
+	{rule: "handshake-request-not-reserved", pass: true, comment: "a request field of another name whose description says it is the upgrade request",
+		edits: []edit{{crdFile, "              upgradeRequest:\n", "              olmToken:\n                description: The upgrade request OLM writes; nothing else does.\n                type: string\n              upgradeRequest:\n"},
+			annotation(`{` + cool + `,"handshake":{"mode":"RequestAck","request":{"specPath":".spec.olmToken"}}}`)}},
+
 	{rule: "bridge-container-missing", comment: "the bridge declared, its container never added",
 		edits: []edit{bridgeDeclared}},
 	{rule: "bridge-container-missing", pass: true, comment: "what generate --bridge writes: the declaration and the container (the operator's own rule on the CR grants the bridge get and watch)",

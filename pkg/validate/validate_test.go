@@ -268,7 +268,7 @@ func TestItem1TheVerdictSaysWhatHoldsTheUpgrade(t *testing.T) {
 				if f.Rule == "upgrade-not-held-olm-v0" {
 					fired = true
 					assert.Equal(t, result.Error, f.Severity)
-					assert.Contains(t, f.Message, "statuscheck generate -w --bridge IMAGE --handshake RequestAck --request-spec-path .spec.FIELD "+dir)
+					assert.Contains(t, f.Message, "statuscheck generate -w --bridge IMAGE --request-spec-path .spec.upgradeRequest "+dir)
 					assert.Contains(t, f.Message, "--handshake OperatorCondition")
 					assert.NotZero(t, f.Line)
 				}
@@ -482,7 +482,7 @@ func TestProtectedExample(t *testing.T) {
 	assert.Empty(t, res.Findings)
 	require.Len(t, res.Protection, 3)
 	assert.Equal(t, result.Protection{Manager: result.ManagerOLMv0, Held: true, By: result.HeldByBridge,
-		Reason: "statuscheck bridge writes the OperatorCondition from the CR; the protocol search on the bundle's configuration found no violation"}, res.Protection[0])
+		Reason: "statuscheck bridge writes the OperatorCondition from the CR; the protocol search on the bundle's configuration found no violation; except in the start-up window: from this version's CSV Succeeded until its bridge's first entry, its new OperatorCondition is empty, which OLM reads as allowed (a chain published together can go through it)"}, res.Protection[0])
 	assert.False(t, res.Protection[1].Held)
 	assert.False(t, res.Protection[2].Held)
 }

@@ -3,13 +3,18 @@ package validate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
+	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/explore"
 	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
@@ -75,6 +80,30 @@ func (ctx *Context) bridgeMeant() bool {
 	return ok
 }
 
+// operatorWritesOC names the service accounts whose rules in the install
+// strategy name operatorconditions (group operators.coreos.com) with update
+// or patch: an operator that asks for that writes its OperatorCondition
+// itself (operator-lib's conditions package does), beside the Role OLM
+// makes for every CSV. Wildcard rules are not taken as that intent.
+func (ctx *Context) operatorWritesOC() []string {
+	install := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec
+	var out []string
+	for _, perms := range [][]operatorsv1alpha1.StrategyDeploymentPermissions{install.Permissions, install.ClusterPermissions} {
+		for _, p := range perms {
+			for _, r := range p.Rules {
+				if !slices.Contains(r.Resources, contract.OperatorConditionResource.Resource) ||
+					!slices.Contains(r.APIGroups, contract.OperatorConditionResource.Group) && !slices.Contains(r.APIGroups, "*") {
+					continue
+				}
+				if (slices.Contains(r.Verbs, "update") || slices.Contains(r.Verbs, "patch") || slices.Contains(r.Verbs, "*")) && !slices.Contains(out, p.ServiceAccountName) {
+					out = append(out, p.ServiceAccountName)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // judged reports whether the verdict applies: a CSV whose annotation
 // decodes without problems. An invalid annotation is status-source-invalid
 // and nothing else is judged on it.
@@ -90,14 +119,147 @@ func (ctx *Context) bundleArg() string {
 	return ctx.Bundle.Path
 }
 
-// fixes says how to make OLM v0 hold the upgrade, as commands: the
-// bridge, under a RequestAck handshake with a spec request, which the
-// protocol search finds no violation in (the None handshake leaves OLM's
-// race between its check and the replacement; the OperatorCondition
-// handshake's copy lags the CR).
+// fixes says how to make OLM v0 hold the upgrade, as a command a user can
+// paste once IMAGE is theirs: the bridge, under a RequestAck handshake
+// with a spec request, which the protocol search finds no violation in
+// (the None handshake leaves OLM's race between its check and the
+// replacement; the OperatorCondition handshake's copy lags the CR). The
+// command names --bridge-deployment when the install strategy has several
+// deployments, and the request field the CRD reserves (or says the CRD
+// change it needs first). image is the declared bridge's, "" for the
+// IMAGE placeholder, which generate refuses.
 func (ctx *Context) fixes() string {
-	return fmt.Sprintf("run `statuscheck generate -w --bridge IMAGE --handshake RequestAck --request-spec-path .spec.FIELD %s` (statuscheck bridge, a sidecar, writes the OperatorCondition from the CR; FIELD, a string or integer spec field the CRD keeps, carries OLM's request, so that the operator defers new work once it has said True); the bridge alone leaves OLM's race between its check and the replacement, and an operator that writes its OperatorCondition itself (`--handshake OperatorCondition`) holds it with a copy that lags the CR",
-		ctx.bundleArg())
+	return ctx.requestAckCommand(ctx.declaredImage()) + "; the bridge alone leaves OLM's race between its check and the replacement, and an operator that writes its OperatorCondition itself (`--handshake OperatorCondition`) holds it with a copy that lags the CR"
+}
+
+// declaredImage is the image of the container the CSV declares the
+// bridge in, "" when there is none (or it cannot be pulled).
+func (ctx *Context) declaredImage() string {
+	d, dep, ctr, issue := declaredBridge(ctx)
+	if d == nil || issue != nil || ctr < 0 {
+		return ""
+	}
+	img := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[dep].Spec.Template.Spec.Containers[ctr].Image
+	if sidecar.CheckImage(img) != nil {
+		return ""
+	}
+	return img
+}
+
+// requestAckCommand is the generate command that adds (or keeps) the
+// bridge under a RequestAck handshake with a spec request, with what the
+// user must do before it works.
+func (ctx *Context) requestAckCommand(image string) string {
+	words := []string{"statuscheck", "generate", "-w", "--bridge"}
+	before := ""
+	if image == "" {
+		words = append(words, "IMAGE")
+		before = "IMAGE is the statuscheck image your cluster pulls (`make image` builds one; generate refuses the word IMAGE itself)"
+	} else {
+		words = append(words, image)
+	}
+	if d, _, _, _ := declaredBridge(ctx); d != nil {
+		words = append(words, "--bridge-deployment", d.Deployment)
+	} else if deps := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec.DeploymentSpecs; len(deps) > 1 {
+		if name := ctx.operatorDeployment(); name != "" {
+			words = append(words, "--bridge-deployment", name)
+		} else {
+			words = append(words, "--bridge-deployment", "DEPLOYMENT")
+			var names []string
+			for _, d := range deps {
+				names = append(names, d.Name)
+			}
+			before = joinNonEmpty(before, "DEPLOYMENT is the operator's deployment, one of "+strings.Join(names, ", "))
+		}
+	}
+	field, change := ctx.requestField()
+	words = append(words, "--request-spec-path", field, ctx.bundleArg())
+	before = joinNonEmpty(before, change)
+	cmd := "run `" + strings.Join(words, " ") + "` (statuscheck bridge, a sidecar, writes the OperatorCondition from the CR; " + field + " carries OLM's request, so that the operator defers new work once it has said True)"
+	if before != "" {
+		cmd += "; before that: " + before
+	}
+	return cmd
+}
+
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// operatorDeployment is the deployment whose service account may write the
+// status source's status: the operator, which the bridge joins; "" when
+// that is not one deployment.
+func (ctx *Context) operatorDeployment() string {
+	if ctx.CRD == nil {
+		return ""
+	}
+	install := ctx.CSV.Obj.Spec.InstallStrategy.StrategySpec
+	sub := "status"
+	if ctx.Version != nil && !ctx.Version.StatusSubresource {
+		sub = ""
+	}
+	var found []string
+	for _, d := range install.DeploymentSpecs {
+		sa := bundle.ServiceAccount(d)
+		for _, verb := range []string{"update", "patch"} {
+			req := bundle.Request{Verb: verb, Group: ctx.CRD.Group(), Resource: ctx.CRD.Plural(), Subresource: sub, Name: ctx.Source.Name}
+			if (bundle.Grants(install, sa, req, false) || bundle.Grants(install, sa, req, true)) && !slices.Contains(found, d.Name) {
+				found = append(found, d.Name)
+			}
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	// Several deployments share the account (an operator and its
+	// webhook): the one named as the operator, when that is one.
+	var named []string
+	for _, n := range found {
+		if strings.HasSuffix(n, "operator") || strings.Contains(n, "controller-manager") {
+			named = append(named, n)
+		}
+	}
+	if len(named) == 1 {
+		return named[0]
+	}
+	return ""
+}
+
+// requestField is the spec field for OLM's request: the one the handshake
+// already names, else one the CRD reserves for it (crd.Version.RequestReserved),
+// else .spec.upgradeRequest with the CRD change it needs first (the
+// apiserver prunes an undeclared field).
+func (ctx *Context) requestField() (field, change string) {
+	if r := ctx.Source.Request(); r != nil && r.SpecPath != "" && ctx.Version != nil && ctx.Version.RequestReserved(v1alpha1.FieldPath(r.SpecPath)) {
+		if _, declared := ctx.Version.TypeAt(v1alpha1.FieldPath(r.SpecPath)); declared {
+			return r.SpecPath, ""
+		}
+	}
+	field = ".spec." + crd.ReservedRequestName
+	if ctx.Version == nil || ctx.Version.Schema == nil {
+		return field, ""
+	}
+	if spec, ok := ctx.Version.Schema.Properties["spec"]; ok {
+		for _, name := range slices.Sorted(maps.Keys(spec.Properties)) {
+			if p := []string{"spec", name}; ctx.Version.RequestReserved(p) {
+				return ".spec." + name, ""
+			}
+		}
+	}
+	if _, declared := ctx.Version.TypeAt(v1alpha1.FieldPath(field)); declared {
+		return field, ""
+	}
+	crdName := ""
+	if ctx.CRD != nil {
+		crdName = " of CRD " + ctx.CRD.Name() + " version " + ctx.Version.Name
+	}
+	return field, fmt.Sprintf("RequestAck needs a CRD change: add %s (type: string; a field of its own, which only OLM writes and the operator only reads to answer) to the spec schema%s, which prunes it today, and have the operator defer new work while it differs from the last request it answered", crd.ReservedRequestName, crdName)
 }
 
 func checkNotHeldOLMv0(ctx *Context) []Issue {
@@ -108,9 +270,13 @@ func checkNotHeldOLMv0(ctx *Context) []Issue {
 		// Two writers are bridge-operatorcondition-handshake's.
 		return nil
 	}
+	fix := ctx.fixes()
+	if len(ctx.staticErrors) > 0 {
+		fix = "first fix " + strings.Join(ctx.staticErrors, ", ") + " (see their findings): until then a bridge would copy a condition OLM cannot use"
+	}
 	return []Issue{at(ctx.CSV.Doc, AnnotationPath,
 		"OLM v0 does not hold this upgrade: it gates the replacement of CSV %q on its OperatorCondition only (isOperatorUpgradeable, operator-lifecycle-manager pkg/controller/operators/olm/operatorconditions.go) and does not read %s, and nothing writes the OperatorCondition from %s %q: no bridge is declared (%s) and the handshake is %s, so OLM replaces the operator whatever the CR says; %s",
-		ctx.CSV.Obj.Name, v1alpha1.AnnotationKey, ctx.Source.Kind, ctx.Source.Name, sidecar.AnnotationKey, ctx.Source.Mode(), ctx.fixes())}
+		ctx.CSV.Obj.Name, v1alpha1.AnnotationKey, ctx.Source.Kind, ctx.Source.Name, sidecar.AnnotationKey, ctx.Source.Mode(), fix)}
 }
 
 // Protection is the verdict for each lifecycle manager the bundle can
@@ -123,13 +289,25 @@ func Protection(ctx *Context) []result.Protection {
 	}
 	v0 := result.Protection{Manager: result.ManagerOLMv0}
 	by, conflict := wiring(ctx)
+	writers := ctx.operatorWritesOC()
 	switch {
 	case conflict:
 		v0.Reason = "the bridge and the operator (OperatorCondition handshake) would both write the OperatorCondition's Upgradeable entry; OLM reads whichever wrote last"
 		v0.Remedy = "keep one writer: drop the bridge, or use handshake None or RequestAck with it"
+	case by == "" && len(writers) > 0:
+		v0.Reason = fmt.Sprintf("OLM v0 reads only the OperatorCondition (of the CSV being replaced, when the next version comes), and the operator writes it itself (service account %s is granted update or patch on operatorconditions), from its own logic: nothing in the bundle says it copies %s %q's condition there, so the operator decides, not the CR", strings.Join(writers, ", "), ctx.Source.Kind, ctx.Source.Name)
+		v0.Remedy = fmt.Sprintf("if the operator writes its OperatorCondition from the CR's condition, declare it: `statuscheck generate -w --handshake OperatorCondition %s`; otherwise have it stop writing Upgradeable and %s", ctx.bundleArg(), ctx.fixes())
+	case by == "" && len(ctx.staticErrors) > 0:
+		v0.Reason = fmt.Sprintf("OLM v0 reads only the OperatorCondition (of the CSV being replaced, when the next version comes), nothing writes it from %s %q, and the status source cannot work as declared: %s", ctx.Source.Kind, ctx.Source.Name, strings.Join(ctx.staticErrors, ", "))
+		v0.Remedy = "fix those errors first (see their findings): a bridge that copied this status source's condition to OLM would hold every upgrade or none"
 	case by == "":
 		v0.Reason = fmt.Sprintf("OLM v0 reads only the OperatorCondition (of the CSV being replaced, when the next version comes), and nothing writes it from %s %q", ctx.Source.Kind, ctx.Source.Name)
 		v0.Remedy = ctx.fixes()
+	case by == result.HeldByBridge && len(writers) > 0:
+		// The bridge never overwrites another writer's entry (it yields,
+		// by design): what OLM reads is the operator's.
+		v0.Reason = fmt.Sprintf("the bridge is declared, but the operator writes its OperatorCondition itself (service account %s is granted update or patch on operatorconditions), and the bridge yields to another writer's Upgradeable entry by design: the operator decides, not %s %q", strings.Join(writers, ", "), ctx.Source.Kind, ctx.Source.Name)
+		v0.Remedy = "keep one writer: have the operator stop writing Upgradeable to its OperatorCondition (and drop update and patch on operatorconditions from its rules) so that the bridge writes it from the CR; or, if the operator writes it from the CR's condition, drop the bridge and declare `--handshake OperatorCondition`"
 	default:
 		// Fail closed: held only on a search that ran and found nothing,
 		// with no error and no warning that puts the gate in doubt.
@@ -157,7 +335,7 @@ func Protection(ctx *Context) []result.Protection {
 			if by == result.HeldByOperatorCondition {
 				v0.Remedy += "; the operator's OperatorCondition copy lags its CR: " + ctx.fixes()
 			} else if ctx.Source.Mode() != v1alpha1.HandshakeRequestAck {
-				v0.Remedy += ": a RequestAck handshake with a spec request (--handshake RequestAck --request-spec-path .spec.FIELD) closes OLM's race between its check and the replacement"
+				v0.Remedy += "; a RequestAck handshake with a spec request closes OLM's race between its check and the replacement: " + ctx.requestAckCommand(ctx.declaredImage())
 			}
 		case len(ctx.doubts) > 0:
 			v0.Reason = writer + ", and the protocol search found no violation, but the gate may not hold as declared: " + strings.Join(ctx.doubts, ", ")
@@ -165,6 +343,12 @@ func Protection(ctx *Context) []result.Protection {
 		default:
 			v0.Held = true
 			v0.Reason = writer + "; the protocol search on the bundle's configuration found no violation"
+			if by == result.HeldByBridge {
+				// OLM makes a new CSV's OperatorCondition empty, and an
+				// empty one allows: no bridge that has not run yet can
+				// hold it (docs/bridge.md, The start-up window).
+				v0.Reason += "; except in the start-up window: from this version's CSV Succeeded until its bridge's first entry, its new OperatorCondition is empty, which OLM reads as allowed (a chain published together can go through it)"
+			}
 		}
 	}
 	v1 := result.Protection{Manager: result.ManagerOLMv1,
@@ -178,8 +362,28 @@ func Protection(ctx *Context) []result.Protection {
 		v1,
 		{Manager: result.ManagerNone,
 			Reason: "applied as plain manifests (kubectl, Helm, kustomize), nothing reads the condition before the new operator replaces the old",
-			Remedy: fmt.Sprintf("wait before applying the new version: the CR's %s condition True with observedGeneration equal to metadata.generation (kubectl wait --for=condition=%s=True does not compare generations)", ctx.Source.ConditionTypes()[0], ctx.Source.ConditionTypes()[0])},
+			Remedy: ctx.waitRemedy()},
 	})
+}
+
+// waitRemedy is what a user applying plain manifests can do: wait for a
+// fresh True before applying the new version. kubectl wait compares
+// generations, but not as OLM does: k8s.io/kubectl pkg/cmd/wait/condition.go
+// (checkCondition, getObservedGeneration, v0.36.2) returns false while the
+// condition's observedGeneration, else status.observedGeneration, is below
+// metadata.generation (OLM's gate refuses any difference), and skips the
+// comparison when neither is set.
+func (ctx *Context) waitRemedy() string {
+	cond := ctx.Source.ConditionTypes()[0]
+	ref := strings.ToLower(ctx.Source.Kind)
+	if g := ctx.Source.GroupVersion().Group; g != "" {
+		ref += "." + g
+	}
+	ref += "/" + ctx.Source.Name
+	if ctx.Source.Namespace != "" {
+		ref += " -n " + ctx.Source.Namespace
+	}
+	return fmt.Sprintf("before applying the new version, wait until the CR's %s condition is True at its current generation: `kubectl wait --for=condition=%s=True %s` (in the operator's namespace for a namespaced kind) does that only while the operator sets observedGeneration: kubectl waits while the condition's observedGeneration (else status.observedGeneration) is below metadata.generation, where OLM's gate refuses any difference, and skips the comparison when neither is set", cond, cond, ref)
 }
 
 // doubtRules are the warnings that put the gate in doubt: the CR may never

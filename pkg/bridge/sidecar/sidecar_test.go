@@ -3,6 +3,7 @@ package sidecar
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -341,4 +342,43 @@ func TestOneWriter(t *testing.T) {
 		assert.NoError(t, OneWriter(cool(mode, "")), mode)
 	}
 	assert.ErrorContains(t, OneWriter(cool(v1alpha1.HandshakeOperatorCondition, "")), "the bridge and the operator would both write it")
+}
+
+func TestCheckImage(t *testing.T) {
+	tests := []struct {
+		name, ref string
+		wantErr   string
+	}{
+		{name: "a tag", ref: "quay.io/statuscheck/statuscheck:v0.1.0"},
+		{name: "a digest", ref: "quay.io/x/statuscheck@sha256:" + strings.Repeat("a", 64)},
+		{name: "a short name", ref: "statuscheck"},
+		{name: "localhost", ref: "localhost/statuscheck:dev"},
+		{name: "empty", ref: "", wantErr: "no image"},
+		{name: "the placeholder of a suggested command", ref: "IMAGE", wantErr: "is a placeholder"},
+		{name: "an angle-bracket placeholder", ref: "<image>", wantErr: "is a placeholder"},
+		{name: "spaces and punctuation", ref: "not a valid image ref!!", wantErr: "is not an image reference"},
+		{name: "upper case repository", ref: "quay.io/Me/statuscheck", wantErr: "is not an image reference"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckImage(tt.ref)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+func FuzzCheckImage(f *testing.F) {
+	for _, s := range []string{"IMAGE", "quay.io/x/y:v1", "", "a@sha256:", "<i>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ref string) {
+		if err := CheckImage(ref); err == nil && strings.TrimSpace(ref) != ref {
+			t.Fatalf("%q accepted with surrounding space", ref)
+		}
+	})
 }
