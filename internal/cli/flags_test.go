@@ -35,7 +35,7 @@ func TestFlagsAndMessages(t *testing.T) {
 		{name: "--crd a CSV", args: []string{"simulate", "--crd", "testdata/bundles/good/manifests/cool-operator.clusterserviceversion.yaml", "--source", "cool.operators.corp/v1beta1/CoolOperator/cool-operator", "testdata/traces/seed.yaml"}, code: 2,
 			stderr: "holds no CustomResourceDefinition (it holds ClusterServiceVersion); give the CRD of CoolOperator"},
 		{name: "--kind in the wrong case", args: []string{"generate", "--kind", "cooloperator", "testdata/bundles/good"}, code: 2,
-			stderr: "--kind cooloperator is not an owned kind of the CSV; did you mean CoolOperator?"},
+			stderr: "--kind cooloperator is not an owned kind of the CSV (status-source-not-owned: add its CRD to spec.customresourcedefinitions.owned, or pick one it owns); did you mean CoolOperator?"},
 		{name: "a usage error names the subcommand's help", args: []string{"validate", "--fail-on", "never", "testdata/bundles/good"}, code: 2,
 			stderr: "Run 'statuscheck validate --help' for usage."},
 		// Item 11: generate --check agrees with validate on a missing CRD.

@@ -92,7 +92,7 @@ func TestGenerate(t *testing.T) {
 			"testdata/operator-sdk/config/manifests/bases/cool-operator.clusterserviceversion.yaml")
 		require.Equal(t, 0, code, stderr)
 		assert.Contains(t, stdout, "operatorframework.io/status-source: ")
-		assert.Contains(t, stderr, "RBAC was not checked")
+		assert.Contains(t, strings.Join(strings.Fields(stderr), " "), "RBAC was not checked", "the note, wrapped for a terminal")
 	})
 }
 

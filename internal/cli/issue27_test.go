@@ -70,7 +70,7 @@ func TestItem6NaiveDoesNotSetTheExitCodeUnderAll(t *testing.T) {
 	assert.Equal(t, result.ExitOK, code, "naive alone must not fail the run:\n%s%s", stdout, stderr)
 	assert.Contains(t, stdout, "error unsafe-approval [naive, historical gate: not in the exit code] at step 1:", "naive's violation is still shown, marked")
 	assert.Contains(t, stdout, "note:      naive is OLM's gate before operator-lifecycle-manager PR 2160")
-	assert.Contains(t, stdout, "1 violation (unsafe-approval 1), 1 of them the historical naive gate's (not in the exit code)")
+	assert.Contains(t, strings.Join(strings.Fields(stdout), " "), "1 violation (unsafe-approval 1), 1 of them the historical naive gate's (not in the exit code)")
 
 	_, sum := simulateSummary(t, "--policy", "all", tr)
 	require.Len(t, sum.Violations, 1)
@@ -123,7 +123,7 @@ func TestItem8EmptyOperatorConditionIsStatusSourceNotRead(t *testing.T) {
 	}
 	_, stdout, _ := run(t, "simulate", tr)
 	assert.Contains(t, stdout, "error status-source-not-read at step 2: OLM allowed here")
-	assert.Contains(t, stdout, "to fix status-source-not-read: Make OLM v0 read what the status source says: add statuscheck bridge to the bundle (statuscheck generate -w --bridge IMAGE BUNDLE)")
+	assert.Contains(t, strings.Join(strings.Fields(stdout), " "), "to fix status-source-not-read: Make OLM v0 read what the status source says: add statuscheck bridge to the bundle (statuscheck generate -w --bridge IMAGE BUNDLE)")
 
 	// The same recording where the operator did write its OperatorCondition
 	// (an Upgradeable entry OLM read): the model disagrees with OLM, which

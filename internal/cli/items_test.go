@@ -109,7 +109,7 @@ func TestItemPathsValidateAGoodAndAMissingPath(t *testing.T) {
 	code, stdout, stderr := run(t, "validate", checked, missing)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stdout, "error status-rbac-missing", "the bundle that could be checked")
-	assert.Regexp(t, `(?m)^1 bundle checked: .*; 1 path could not be read: `+regexp.QuoteMeta(missing)+`$`, stdout)
+	assert.Regexp(t, `(?m)^1 bundle checked: .*; 1 path could not be read:\n  `+regexp.QuoteMeta(missing)+`$`, stdout)
 	assert.Contains(t, stderr, "statuscheck: "+named)
 
 	code, stdout, stderr = run(t, "validate", "-o", "json", checked, missing)

@@ -151,7 +151,10 @@ func TestValidateAFolderOfBundles(t *testing.T) {
 	require.NoError(t, os.Rename(protectedWithWarning(t), filepath.Join(parent, "b")))
 	t.Run("each bundle in it", func(t *testing.T) {
 		code, stdout, stderr := run(t, "validate", parent)
-		assert.Equal(t, 0, code, "%s%s", stdout, stderr)
+		// b's warning leaves OLM v0's verdict at no, and a verdict of no
+		// is exit 1: a CI job that checks the exit code must not pass it.
+		assert.Equal(t, 1, code, "%s%s", stdout, stderr)
+		assert.Contains(t, stdout, "but the gate may not hold as declared")
 		assert.NotContains(t, stdout, "bundle-layout")
 		assert.Contains(t, stdout, "2 bundles checked")
 	})
