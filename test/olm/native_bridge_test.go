@@ -246,6 +246,13 @@ func olmOperatorConditionSaysNot(message string) string {
 	return "operator is not upgradeable: the operator is not upgradeable: " + message
 }
 
+// olmOperatorConditionOutdated is OLM v0.46.0's own Pending message when
+// the OperatorCondition's status entry is for an older generation of it
+// (isOperatorUpgradeable).
+func olmOperatorConditionOutdated(status metav1.ConditionStatus) string {
+	return fmt.Sprintf("operator is not upgradeable: the operatorcondition status %q=%q is outdated", "Upgradeable", status)
+}
+
 // TestNativeBridgeDefect5DuplicateEntries is
 // TestDefect5DuplicateEntriesAreFolded without the bridge: two
 // Upgradeable entries in v1's OperatorCondition's spec.conditions (left
@@ -344,9 +351,18 @@ func TestNativeBridgeDefect6(t *testing.T) {
 		left(w, metav1.ConditionFalse, bridge.ReasonStopped, stopped)
 		w.installCSV(v2, "0.2.0", v1)
 		w.holdsAtOnce(v2, olmOperatorConditionSaysNot(stopped))
-		// Whoever moves from the bridge to the patched OLM takes its
-		// entry off (or an admin overrides): then the CR decides.
+		// Taking the entry off the spec is not enough: OLM's
+		// OperatorCondition controller (v0.46.0,
+		// operatorcondition_controller.go syncOperatorConditionStatus)
+		// copies spec entries to the status but never removes one, so the
+		// status keeps the False, now outdated, and holds. Whoever moves
+		// from the bridge to the patched OLM deletes the OperatorCondition
+		// (OLM's generator makes it again, empty; or an admin overrides):
+		// then the CR decides.
 		w.writeOC(v1, bridge.FieldManager, func(oc *operatorsv2.OperatorCondition) { oc.Spec.Conditions = nil })
+		w.waitHeld(v2, olmOperatorConditionOutdated(metav1.ConditionFalse))
+		w.keepsHolding(v2, olmOperatorConditionOutdated(metav1.ConditionFalse), time.Second)
+		require.NoError(t, w.c.OLM.OperatorsV2().OperatorConditions(w.ns).Delete(context.Background(), v1, metav1.DeleteOptions{}))
 		w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
 	})
 }
