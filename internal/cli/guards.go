@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/generate"
@@ -38,6 +39,14 @@ func (g *guardFlags) register(f *pflag.FlagSet) {
 func (a *app) runGuards(path string, values generate.Values, g guardFlags, hook bool) error {
 	if hook && g.hookImage == "" {
 		return usagef("--upgrade-hook needs the image that runs statuscheck")
+	}
+	if hook {
+		// A hook Job whose image cannot be pulled never runs the gate: the
+		// upgrade is held for ever with an image-pull error, not the CR's
+		// reason. The same check as the bridge's image.
+		if err := sidecar.CheckImage(g.hookImage); err != nil {
+			return usagef("--upgrade-hook: %v", err)
+		}
 	}
 	if g.gateTimeout < 0 {
 		return usagef("--gate-timeout cannot be negative")

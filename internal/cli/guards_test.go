@@ -27,6 +27,8 @@ func TestGenerateGuardsBadInput(t *testing.T) {
 		{name: "an unknown deployment", args: []string{"--admission-policy", "--install-namespace", "ns", "--deployment", "warm", none}, err: csv + `: the CSV cool-operator.v0.2.0 has no deployment "warm"`},
 		{name: "no namespace", args: []string{"--upgrade-hook", "img", none}, err: "pass --install-namespace NS"},
 		{name: "the hook without its image", args: []string{"--upgrade-hook", "", "--install-namespace", "ns", none}, err: "--upgrade-hook needs the image"},
+		{name: "the hook with the placeholder IMAGE", args: []string{"--upgrade-hook", "IMAGE", "--install-namespace", "ns", none}, err: `--upgrade-hook: "IMAGE" is a placeholder, not an image`},
+		{name: "the hook with an image that does not parse", args: []string{"--upgrade-hook", "not a valid image ref!!", "--install-namespace", "ns", none}, err: `--upgrade-hook: "not a valid image ref!!" is not an image reference`},
 		{name: "with -w", args: []string{"--admission-policy", "-w", "--install-namespace", "ns", none}, err: "--write does not go with --admission-policy"},
 		{name: "two bundles", args: []string{"--admission-policy", "--install-namespace", "ns", none, none}, err: "take one bundle or CSV"},
 		{name: "a guard flag alone", args: []string{"--install-namespace", "ns", none}, err: "--install-namespace goes with --admission-policy or --upgrade-hook"},
