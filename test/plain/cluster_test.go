@@ -27,39 +27,19 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
+	"github.com/statuscheck/statuscheck/test/plain/kubeapi"
 )
 
 // Cluster is a running kube-apiserver with the stand-ins.
 type Cluster struct {
-	// Config reaches the server as its loopback superuser, in JSON (the
-	// custom resources have no protobuf).
-	Config *rest.Config
-	Kube   kubernetes.Interface
-	Dyn    dynamic.Interface
-	Ext    apiextclient.Interface
-	// Kubeconfig is a kubeconfig file for Helm (the superuser).
-	Kubeconfig string
+	*kubeapi.Server
 	// Jobs is the job controller's stand-in.
 	Jobs *JobRunner
-	// Started is how long the server took to be ready.
-	Started time.Duration
 }
 
 var (
@@ -112,64 +92,14 @@ func get(t testing.TB) *Cluster {
 }
 
 func start(tb *testutil.MainTB, bin string) (*Cluster, error) {
-	begin := time.Now()
-	etcdCfg := testserver.NewTestConfig(tb)
-	testserver.RunEtcd(tb, etcdCfg)
-	storage := storagebackend.NewDefaultConfig("/plaintest", nil)
-	storage.Transport.ServerList = []string{etcdCfg.ListenClientUrls[0].String()}
-	srv := kubeapiservertesting.StartTestServerOrDie(tb, nil, []string{"--authorization-mode=RBAC"}, storage)
-
-	cfg := rest.CopyConfig(srv.ClientConfig)
-	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-	c := &Cluster{Config: cfg}
-	var err error
-	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("kube client: %w", err)
+	srv, err := kubeapi.Start(tb, "/plaintest")
+	if err != nil {
+		return nil, err
 	}
-	if c.Dyn, err = dynamic.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	if c.Ext, err = apiextclient.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("apiextensions client: %w", err)
-	}
-	dir := tb.TempDir()
-	if c.Kubeconfig, err = testutil.WriteKubeconfig(cfg, dir); err != nil {
-		return nil, fmt.Errorf("writing kubeconfig: %w", err)
-	}
+	c := &Cluster{Server: srv}
 	ctx := context.Background()
-	c.Jobs = &JobRunner{Kube: c.Kube, Config: cfg, Binary: bin, Dir: dir, Logf: tb.Logf}
+	c.Jobs = &JobRunner{Kube: c.Kube, Config: c.Config, Binary: bin, Dir: tb.TempDir(), Logf: tb.Logf}
 	go c.Jobs.Run(ctx)
 	go deploymentStandIn(ctx, c.Kube)
-	c.Started = time.Since(begin)
 	return c, nil
-}
-
-// installCRD creates a CRD (unless it exists) and waits until its
-// resources answer.
-func (c *Cluster) installCRD(ctx context.Context, crd *apiextv1.CustomResourceDefinition) error {
-	if _, err := c.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
-	}
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		got, err := c.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type != apiextv1.Established || cond.Status != apiextv1.ConditionTrue {
-				continue
-			}
-			for _, v := range got.Spec.Versions {
-				if !v.Served {
-					continue
-				}
-				gvr := schema.GroupVersionResource{Group: got.Spec.Group, Version: v.Name, Resource: got.Spec.Names.Plural}
-				if _, err := c.Dyn.Resource(gvr).List(ctx, metav1.ListOptions{}); err != nil {
-					return false, nil
-				}
-			}
-			return true, nil
-		}
-		return false, nil
-	})
 }

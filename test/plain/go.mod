@@ -3,6 +3,7 @@ module github.com/statuscheck/statuscheck/test/plain
 go 1.26.8
 
 require (
+	github.com/operator-framework/api v0.45.0
 	github.com/statuscheck/statuscheck v0.0.0
 	github.com/stretchr/testify v1.12.1
 	helm.sh/helm/v4 v4.3.2

@@ -59,7 +59,8 @@ func TestHelmUpgrade(t *testing.T) {
 	ctx := context.Background()
 	t.Logf("kube-apiserver ready in %s", c.Started.Round(time.Millisecond))
 	begin := time.Now()
-	require.NoError(t, c.installCRD(ctx, testutil.ReadCRD(t, crdFile)))
+	_, err := c.InstallCRD(ctx, testutil.ReadCRD(t, crdFile))
+	require.NoError(t, err)
 	t.Logf("CRD served in %s", time.Since(begin).Round(time.Millisecond))
 
 	t.Run("hook", func(t *testing.T) { testHook(t, c) })

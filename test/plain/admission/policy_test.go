@@ -1,4 +1,4 @@
-package plain
+package admission
 
 import (
 	"context"
@@ -295,7 +295,7 @@ func TestPolicyWarn(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "warn", group)
 	w := &warnings{}
-	cfg := rest.CopyConfig(srv.cfg)
+	cfg := rest.CopyConfig(srv.Config)
 	cfg.WarningHandler = w
 	kube, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
@@ -306,7 +306,7 @@ func TestPolicyWarn(t *testing.T) {
 	lag, _ := f.wantUpdate(t, deployment, newImage, outcome{422, msg}, lagTimeout)
 	t.Logf("the new policy denies %v after it was created", lag.Round(time.Millisecond))
 
-	bindings := srv.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	bindings := srv.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
 	setActions := func(actions ...admissionv1.ValidationAction) {
 		b, err := bindings.Get(context.Background(), binding.Name, metav1.GetOptions{})
 		require.NoError(t, err)

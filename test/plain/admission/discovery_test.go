@@ -1,4 +1,4 @@
-package plain
+package admission
 
 import (
 	"context"
@@ -51,7 +51,7 @@ func TestPolicyBeforeItsCRD(t *testing.T) {
 	_, err = fb.kube.AppsV1().Deployments(fb.ns).UpdateScale(ctx, deployment, s, metav1.UpdateOptions{})
 	assert.NoError(t, err, "scale")
 
-	established, err := srv.installCRD(ctx, bundleCRD(t, blockDir))
+	established, err := srv.InstallCRD(ctx, bundleCRD(t, blockDir))
 	require.NoError(t, err)
 	fb.setCR(t, held)
 	fa.setCR(t, held)
@@ -75,7 +75,7 @@ func TestPolicyRightAfterItsCRD(t *testing.T) {
 	const grp = "lateb.cool.operators.corp"
 	dir := bundle(t, grp, "Block")
 	f := newFixture(t, "after", grp)
-	established, err := srv.installCRD(context.Background(), bundleCRD(t, dir))
+	established, err := srv.InstallCRD(context.Background(), bundleCRD(t, dir))
 	require.NoError(t, err)
 	f.setCR(t, held)
 	f.guard(t, dir)

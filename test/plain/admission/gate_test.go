@@ -1,4 +1,4 @@
-package plain
+package admission
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ func runGate(t *testing.T, bundle string, args ...string) (int, string, string) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testutil.Binary(t), append(append([]string{"gate", bundle}, args...), "--kubeconfig", srv.kubeconfig)...)
+	cmd := exec.CommandContext(ctx, testutil.Binary(t), append(append([]string{"gate", bundle}, args...), "--kubeconfig", srv.Kubeconfig)...)
 	cmd.Dir = testutil.RepoRoot()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

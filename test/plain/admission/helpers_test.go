@@ -1,4 +1,4 @@
-package plain
+package admission
 
 import (
 	"bytes"
@@ -108,11 +108,11 @@ type fixture struct {
 func newFixture(t *testing.T, prefix, grp string) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	ns, err := srv.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	ns, err := srv.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	f := &fixture{ns: ns.Name, gvr: schema.GroupVersionResource{Group: grp, Version: "v1beta1", Resource: "cooloperators"}, kube: srv.kube}
+	f := &fixture{ns: ns.Name, gvr: schema.GroupVersionResource{Group: grp, Version: "v1beta1", Resource: "cooloperators"}, kube: srv.Kube}
 	for _, name := range []string{deployment, other} {
-		_, err := srv.kube.AppsV1().Deployments(f.ns).Create(ctx, csvDeployment(t, f.ns, name), metav1.CreateOptions{})
+		_, err := srv.Kube.AppsV1().Deployments(f.ns).Create(ctx, csvDeployment(t, f.ns, name), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	return f
@@ -141,13 +141,13 @@ func (f *fixture) guard(t *testing.T, dir string) (*admissionv1.ValidatingAdmiss
 	name := "guard-" + f.ns
 	policy.Name, binding.Name, binding.Spec.PolicyName = name, name, name
 	ctx := context.Background()
-	p, err := srv.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+	p, err := srv.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
 	require.NoError(t, err)
-	b, err := srv.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{})
+	b, err := srv.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = srv.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = srv.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = srv.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = srv.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return p, b
 }
@@ -189,7 +189,7 @@ type crState struct {
 }
 
 func (f *fixture) crs() dynamic.ResourceInterface {
-	return srv.dyn.Resource(f.gvr).Namespace(f.ns)
+	return srv.Dyn.Resource(f.gvr).Namespace(f.ns)
 }
 
 // setCR creates or updates the CR to the state s.
