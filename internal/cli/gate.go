@@ -140,18 +140,8 @@ func (a *app) runGate(f gateFlags) error {
 		ns = "default"
 	}
 
-	ctx, cancel := gocontext.WithCancel(gocontext.Background())
-	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, stop := signal.NotifyContext(gocontext.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	deadline := time.Now().Add(f.timeout)
 
 	var tg *gateTarget

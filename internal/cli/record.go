@@ -201,22 +201,14 @@ func (a *app) runRecord(f recordFlags) error {
 		out, where = lf, f.out
 	}
 	rec := record.New(record.Options{Source: &src, StatusSubresource: *sctx.StatusSubresource, Out: out, Server: cfg.Host})
-	ctx, cancel := gocontext.WithCancel(gocontext.Background())
-	defer cancel()
+	// SIGTERM or SIGINT stops the recording; the trace is flushed.
+	ctx, stop := signal.NotifyContext(gocontext.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if f.duration > 0 {
+		var cancel gocontext.CancelFunc
 		ctx, cancel = gocontext.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	tg := record.Target{Resource: sctx.GVR(),
 		Namespaced: sctx.Namespaced, Namespace: ns}
 	err = record.Run(ctx, cfg, tg, rec, func(format string, args ...interface{}) {

@@ -411,13 +411,26 @@ func TestRecordKindNotServed(t *testing.T) {
 // its creation is a step.
 func TestRecordDuration(t *testing.T) {
 	t.Parallel()
+	recordOneCreate(t, "--duration", "3s")
+}
+
+// TestRecordStopsOnSIGTERM: SIGTERM, as kubectl delete or a CI job's
+// timeout sends it, ends the recording with 0 and a whole trace.
+func TestRecordStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	recordOneCreate(t)
+}
+
+// recordOneCreate records the creation of the CR, ended by args
+// (--duration) or, without them, by SIGTERM once the step is written.
+func recordOneCreate(t *testing.T, args ...string) {
 	cool := installCool(t)
 	srv := kubetest.Get(t)
 	srv.InstallOLM(t)
 	ns := kubetest.Namespace("duration")
 	trace := filepath.Join(t.TempDir(), "trace.yaml")
-	cmd := exec.Command(testutil.Binary(t), "record", "--kubeconfig", srv.Kubeconfig, "-n", ns, "--duration", "3s",
-		"--crd", cool.file, "--source", cool.in.APIVersion("v1beta1")+"/CoolOperator/cool-operator", "-o", trace)
+	cmd := exec.Command(testutil.Binary(t), append([]string{"record", "--kubeconfig", srv.Kubeconfig, "-n", ns,
+		"--crd", cool.file, "--source", cool.in.APIVersion("v1beta1") + "/CoolOperator/cool-operator", "-o", trace}, args...)...)
 	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
@@ -436,6 +449,15 @@ func TestRecordDuration(t *testing.T) {
 		"spec":     map[string]interface{}{"storageLayer": "PostgreSQL"}}}
 	_, err := srv.Dynamic.Resource(cool.in.GVR("v1beta1")).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{FieldManager: "kubectl-create"})
 	require.NoError(t, err)
+	if len(args) == 0 {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if data, _ := os.ReadFile(trace); strings.Contains(string(data)[strings.Index(string(data), "\nsteps:\n")+1:], "create") {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "no step; stderr: %s", stderr.String())
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	}
 	require.NoError(t, cmd.Wait(), stderr.String())
 	assert.Contains(t, stderr.String(), "recorded 1 step of CoolOperator cool-operator to "+trace)
 	data, err := os.ReadFile(trace)

@@ -82,6 +82,11 @@ func Parse(file string, data []byte) ([]Found, error) {
 		if p == nil || p.Spec.ParamKind == nil || b.Spec.ParamRef == nil || b.Spec.ParamRef.Name == "" || p.Spec.MatchConstraints == nil {
 			continue
 		}
+		// A binding that only warns or audits (the override's state)
+		// holds nothing.
+		if !slices.Contains(b.Spec.ValidationActions, admissionv1.Deny) {
+			continue
+		}
 		gv, _, _ := strings.Cut(p.Spec.ParamKind.APIVersion, "/")
 		if !strings.Contains(p.Spec.ParamKind.APIVersion, "/") {
 			gv = ""
@@ -100,7 +105,18 @@ func Parse(file string, data []byte) ([]Found, error) {
 // hookOf reads a Job that runs statuscheck gate --source as a pre-upgrade
 // (Helm) or PreSync (Argo CD) hook.
 func hookOf(j *batchv1.Job) (Found, bool) {
-	if j.Annotations[helmHook] == "" && j.Annotations[argoHook] == "" {
+	// Only a hook that runs before the upgrade is applied holds it:
+	// Helm's pre-upgrade, Argo CD's PreSync (either may be one of a
+	// comma-separated list).
+	hookIn := func(key, want string) bool {
+		for _, h := range strings.Split(j.Annotations[key], ",") {
+			if strings.TrimSpace(h) == want {
+				return true
+			}
+		}
+		return false
+	}
+	if !hookIn(helmHook, "pre-upgrade") && !hookIn(argoHook, "PreSync") {
 		return Found{}, false
 	}
 	for _, c := range j.Spec.Template.Spec.Containers {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -36,6 +38,57 @@ func TestParse(t *testing.T) {
 	_, err = Parse("bad.yaml", []byte("kind: [\n"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "bad.yaml")
+}
+
+// TestParseCountsOnlyWhatHolds: a binding that only warns or audits, and
+// a hook that runs after the upgrade, hold nothing and are not counted.
+func TestParseCountsOnlyWhatHolds(t *testing.T) {
+	csv := loadCSV(t)
+	tg, err := Resolve(csv.Obj, csv.Doc.File, coolSource(), "cooloperators", true, "cool-system", "")
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		adjust func(b *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job)
+		want   []string
+	}{
+		{name: "as generate prints them", adjust: func(*admissionv1.ValidatingAdmissionPolicyBinding, *batchv1.Job) {}, want: []string{FoundHook, FoundPolicy}},
+		{name: "the binding warns", adjust: func(b *admissionv1.ValidatingAdmissionPolicyBinding, _ *batchv1.Job) {
+			b.Spec.ValidationActions = []admissionv1.ValidationAction{admissionv1.Warn}
+		}, want: []string{FoundHook}},
+		{name: "the binding warns and denies", adjust: func(b *admissionv1.ValidatingAdmissionPolicyBinding, _ *batchv1.Job) {
+			b.Spec.ValidationActions = []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Deny}
+		}, want: []string{FoundHook, FoundPolicy}},
+		{name: "post-upgrade and PostSync hooks", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[helmHook], j.Annotations[argoHook] = "post-upgrade", "PostSync"
+		}, want: []string{FoundPolicy}},
+		{name: "Helm's pre-install,pre-upgrade", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[helmHook] = "pre-install, pre-upgrade"
+			delete(j.Annotations, argoHook)
+		}, want: []string{FoundHook, FoundPolicy}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, b := AdmissionPolicy(tg)
+			objs := append([]runtime.Object{p, b}, UpgradeHook(tg, Hook{Image: "img"})...)
+			var job *batchv1.Job
+			for _, o := range objs {
+				if j, ok := o.(*batchv1.Job); ok {
+					job = j
+				}
+			}
+			require.NotNil(t, job)
+			tt.adjust(b, job)
+			data, err := YAML(objs...)
+			require.NoError(t, err)
+			found, err := Parse("g.yaml", data)
+			require.NoError(t, err)
+			var got []string
+			for _, f := range found {
+				got = append(got, f.What)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
 
 // FuzzParse: no input panics Parse.

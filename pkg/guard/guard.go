@@ -149,7 +149,8 @@ func overrideVariable() string {
 // firstOf is the conditions of type t in order (contract.Find reads the
 // first).
 func firstOf(t string) string {
-	return fmt.Sprintf("has(params.status) && has(params.status.conditions) ? params.status.conditions.filter(c, has(c.type) && c.type == %s) : []", celString(t))
+	return fmt.Sprintf("has(params.status) && type(params.status) == map && has(params.status.conditions) && type(params.status.conditions) == list ? "+
+		"params.status.conditions.filter(c, type(c) == map && has(c.type) && c.type == %s) : []", celString(t))
 }
 
 // FreshTrueExpression is contract.Gate under contract.PolicyStrict for
@@ -182,9 +183,13 @@ func describeExpression(v, t string) string {
 func AdmissionPolicy(t *Target) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	src := t.Source
 	name := objectName(t.Name, "upgrade-guard", 253)
-	failure, notFound := admissionv1.Ignore, admissionv1.AllowAction
+	// failurePolicy Fail always: under Ignore any error (a CR whose
+	// content a CEL expression cannot read, a paramKind admission does
+	// not know yet) would let the update through. A missing CR is no
+	// error under parameterNotFoundAction Allow (the binding is skipped).
+	failure, notFound := admissionv1.Fail, admissionv1.AllowAction
 	if src.Absent() == v1alpha1.WhenAbsentBlock {
-		failure, notFound = admissionv1.Fail, admissionv1.DenyAction
+		notFound = admissionv1.DenyAction
 	}
 	vars := []admissionv1.Variable{{Name: "override", Expression: overrideVariable()}}
 	var validations []admissionv1.Validation

@@ -108,7 +108,7 @@ func TestManifests(t *testing.T) {
 			assert.Equal(t, admissionv1.Fail, *p.Spec.FailurePolicy)
 			assert.Equal(t, admissionv1.DenyAction, *b.Spec.ParamRef.ParameterNotFoundAction)
 		} else {
-			assert.Equal(t, admissionv1.Ignore, *p.Spec.FailurePolicy)
+			assert.Equal(t, admissionv1.Fail, *p.Spec.FailurePolicy, "an error never lets an update through")
 			assert.Equal(t, admissionv1.AllowAction, *b.Spec.ParamRef.ParameterNotFoundAction)
 		}
 	}
@@ -236,4 +236,85 @@ func crWith(status string, own, wide, override interface{}, second string, types
 		st["conditions"] = conds
 	}
 	return map[string]interface{}{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": meta, "status": st}
+}
+
+// TestPolicyIsTheGateOnOddShapes: CR content a schema may let through
+// (x-kubernetes-preserve-unknown-fields, nullable) or an operator may
+// write by mistake holds in the policy and in the gate alike; in the
+// policy an expression that cannot evaluate is a denial (failurePolicy
+// Fail), never a pass.
+func TestPolicyIsTheGateOnOddShapes(t *testing.T) {
+	csv := loadCSV(t)
+	src := coolSource()
+	tg, err := Resolve(csv.Obj, csv.Doc.File, src, "cooloperators", true, "cool-system", "")
+	require.NoError(t, err)
+	p, _ := AdmissionPolicy(tg)
+	require.Equal(t, admissionv1.Fail, *p.Spec.FailurePolicy)
+	cond := func(kv ...interface{}) map[string]interface{} {
+		c := map[string]interface{}{"type": "Upgradeable", "status": "True"}
+		for i := 0; i < len(kv); i += 2 {
+			c[kv[i].(string)] = kv[i+1]
+		}
+		return c
+	}
+	tests := []struct {
+		name   string
+		status interface{}
+		allow  bool
+	}{
+		{name: "a fresh True", status: map[string]interface{}{"conditions": []interface{}{cond("observedGeneration", int64(3))}}, allow: true},
+		{name: "a fresh True written as 3.0", status: map[string]interface{}{"conditions": []interface{}{cond("observedGeneration", float64(3))}}, allow: true},
+		{name: "conditions null", status: map[string]interface{}{"observedGeneration": int64(3), "conditions": nil}},
+		{name: "conditions a map", status: map[string]interface{}{"observedGeneration": int64(3), "conditions": map[string]interface{}{"Upgradeable": "True"}}},
+		{name: "status a string", status: "True"},
+		{name: "status null", status: nil},
+		{name: "an entry null", status: map[string]interface{}{"observedGeneration": int64(3), "conditions": []interface{}{nil}}},
+		{name: "observedGeneration a string", status: map[string]interface{}{"conditions": []interface{}{cond("observedGeneration", "3")}}},
+		{name: "observedGeneration junk, status-wide 3", status: map[string]interface{}{"observedGeneration": int64(3), "conditions": []interface{}{cond("observedGeneration", "junk")}}},
+		{name: "observedGeneration null, status-wide 3", status: map[string]interface{}{"observedGeneration": int64(3), "conditions": []interface{}{cond("observedGeneration", nil)}}},
+		{name: "observedGeneration 3.5", status: map[string]interface{}{"conditions": []interface{}{cond("observedGeneration", 3.5)}}},
+		{name: "status-wide observedGeneration a string", status: map[string]interface{}{"observedGeneration": "3", "conditions": []interface{}{cond()}}},
+		{name: "status a boolean", status: map[string]interface{}{"conditions": []interface{}{cond("status", true, "observedGeneration", int64(3))}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cr := map[string]interface{}{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator",
+				"metadata": map[string]interface{}{"name": "cool-operator", "namespace": "cool-system", "generation": int64(3)}, "status": tt.status}
+			gate := Decide(&unstructured.Unstructured{Object: cr}, src)
+			assert.Equal(t, tt.allow, gate.Verdict == contract.Allow, "gate: %s", gate.Reason)
+			assert.Equal(t, tt.allow, policyAdmits(t, p, cr), "policy")
+		})
+	}
+}
+
+// policyAdmits evaluates the policy as the apiserver does under
+// failurePolicy Fail: an expression that fails to evaluate denies.
+func policyAdmits(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy, params map[string]interface{}) bool {
+	t.Helper()
+	vars := map[string]interface{}{}
+	eval := func(expr string) (interface{}, error) {
+		ast, iss := celEnv.Compile(expr)
+		require.NoError(t, iss.Err(), expr)
+		prg, err := celEnv.Program(ast)
+		require.NoError(t, err)
+		out, _, err := prg.Eval(map[string]interface{}{"params": params, "variables": vars})
+		if err != nil {
+			return nil, err
+		}
+		return out.Value(), nil
+	}
+	for _, v := range p.Spec.Variables {
+		out, err := eval(v.Expression)
+		if err != nil {
+			return false
+		}
+		vars[v.Name] = out
+	}
+	for _, v := range p.Spec.Validations {
+		out, err := eval(v.Expression)
+		if err != nil || out != true {
+			return false
+		}
+	}
+	return true
 }

@@ -22,8 +22,9 @@ const notDiscovered = "failed to configure policy: failed to find resource refer
 // is a configuration error. Under whenAbsent Block (failurePolicy Fail)
 // it denies every UPDATE of the named Deployment, not only the image
 // updates (the matchCondition is evaluated after the parameter is
-// resolved), but not the other Deployment, /scale or /status; under
-// whenAbsent Allow (Ignore) the update passes. Once the CRD is installed,
+// resolved), but not the other Deployment, /scale or /status; so does it
+// under whenAbsent Allow (failurePolicy is Fail for both: an error never
+// lets an update through). Once the CRD is installed,
 // admission learns the kind within the RESTMapper's 30 s reset.
 func TestPolicyBeforeItsCRD(t *testing.T) {
 	t.Parallel()
@@ -39,7 +40,8 @@ func TestPolicyBeforeItsCRD(t *testing.T) {
 	t.Logf("no CRD: the Block policy denies %v after it was created: %v", lag.Round(time.Millisecond), err)
 
 	ctx := context.Background()
-	assert.NoError(t, fa.update(deployment, newImage), "whenAbsent Allow, no CRD: an image update passes")
+	err = fa.update(deployment, newImage)
+	assert.True(t, denied.is(err), "whenAbsent Allow, no CRD: an image update is denied too: got code %d: %v", code(err), err)
 	assert.NoError(t, fb.update(other, newImage), "another Deployment")
 	err = fb.update(deployment, restart)
 	assert.True(t, denied.is(err), "rollout restart: got code %d: %v", code(err), err)

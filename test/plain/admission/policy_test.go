@@ -189,7 +189,7 @@ func TestPolicyWhenAbsent(t *testing.T) {
 		// restart, while the CR is absent.
 		want, other outcome
 	}{
-		{name: "Allow", failure: admissionv1.Ignore, notFound: admissionv1.AllowAction, want: allowed, other: allowed},
+		{name: "Allow", failure: admissionv1.Fail, notFound: admissionv1.AllowAction, want: allowed, other: allowed},
 		{name: "Block", whenAbsent: "Block", failure: admissionv1.Fail, notFound: admissionv1.DenyAction,
 			want:  outcome{422, "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"},
 			other: outcome{422, "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"}},
