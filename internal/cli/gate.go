@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -28,6 +30,8 @@ type gateFlags struct {
 	namespace string
 	timeout   time.Duration
 	interval  time.Duration
+	// operatorDeployment is NAMESPACE/NAME of the operator's Deployment.
+	operatorDeployment string
 }
 
 func (a *app) gateCommand() *cobra.Command {
@@ -46,12 +50,20 @@ The status source comes from a bundle directory or a CSV file (its
 status-source annotation and its CRD), from --crd with --source, or from
 --source alone (the kind's resource and scope are then discovered on the
 cluster). With no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config)
-it uses the pod's in-cluster credentials; it needs only get on the CR.
+it uses the pod's in-cluster credentials; it needs only get on the CR
+(and on the Deployment --operator-deployment names).
 
 An admin forces the answer with the CR's annotation
 statuscheck.operatorframework.io/upgradeable-override: "True" allows,
 any other value holds. A CR that does not exist is judged by the status
 source's whenAbsent (Allow by default).
+
+--operator-deployment NAMESPACE/NAME tells a first install from an
+upgrade: when the status source's kind is not served and that Deployment
+does not exist, nothing is installed yet and the gate exits 0 (Argo CD
+runs PreSync hooks at the first sync, before the CRD exists); it then
+needs get on that Deployment too. Without it, or with the Deployment
+there, a kind that is not served is exit 2.
 
 --timeout waits, as kubectl wait does, reading the CR every --interval
 until it allows. It fails closed: nothing but a fresh True (or the
@@ -76,6 +88,11 @@ for example forbidden), the last attempt's error when --timeout ran out.`,
 			case f.bundleDir == "" && f.source == "":
 				return usagef("gate needs the status source: a bundle or CSV, or --source GROUP/VERSION/KIND[/NAMESPACE]/NAME (with --crd, or discovered on the cluster)")
 			}
+			if f.operatorDeployment != "" {
+				if ns, name, ok := strings.Cut(f.operatorDeployment, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+					return usagef("--operator-deployment takes NAMESPACE/NAME, not %q", f.operatorDeployment)
+				}
+			}
 			if f.timeout < 0 || f.interval <= 0 {
 				return usagef("--timeout cannot be negative and --interval must be positive")
 			}
@@ -88,6 +105,7 @@ for example forbidden), the last attempt's error when --timeout ran out.`,
 	f.sourceFlags.register(cmd)
 	fl.DurationVar(&f.timeout, "timeout", 0, "wait up to this `DURATION` for a fresh True (0: read once)")
 	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often to read the CR while waiting (`DURATION`)")
+	fl.StringVar(&f.operatorDeployment, "operator-deployment", "", "the operator's Deployment, `NAMESPACE/NAME`: while it does not exist and the status source's kind is not served, this is a first install and the gate allows")
 	return cmd
 }
 
@@ -148,12 +166,14 @@ func (a *app) runGate(f gateFlags) error {
 	attempt := func() (contract.Decision, string, error) {
 		if tg == nil {
 			c := sctx
+			var notServed error
 			if c.CRD == nil && c.Plural == "" {
-				if c, err = source.FromCluster(dc, &src, sctx.From); err != nil {
-					return contract.Decision{}, "", err
-				}
-			} else if err := served(dc, c); err != nil {
-				return contract.Decision{}, "", err
+				c, notServed = source.FromCluster(dc, &src, sctx.From)
+			} else {
+				notServed = served(dc, c)
+			}
+			if notServed != nil {
+				return firstInstall(ctx, dyn, src.Kind+" "+src.Name, f.operatorDeployment, notServed)
 			}
 			s := *c.Source
 			desc := s.Kind + " " + s.Name
@@ -204,6 +224,28 @@ func (a *app) runGate(f gateFlags) error {
 		case <-ctx.Done():
 		case <-time.After(f.interval):
 		}
+	}
+}
+
+// firstInstall decides when the status source's kind is not served
+// (notServed says why): an install, not an upgrade, when the operator's
+// Deployment ("NAMESPACE/NAME") is not there either, so nothing runs that
+// could be held; otherwise, or when that cannot be read, notServed stands
+// and the gate fails closed.
+func firstInstall(ctx gocontext.Context, dyn dynamic.Interface, cr, deployment string, notServed error) (contract.Decision, string, error) {
+	if deployment == "" {
+		return contract.Decision{}, "", notServed
+	}
+	ns, name, _ := strings.Cut(deployment, "/")
+	desc := "Deployment " + deployment
+	_, err := dyn.Resource(appsv1.SchemeGroupVersion.WithResource("deployments")).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return contract.Decision{}, cr, fmt.Errorf("%w; %s exists, so this is an upgrade", notServed, desc)
+	case apierrors.IsNotFound(err) && notFoundObject(err, name):
+		return contract.Decision{Verdict: contract.Allow, Reason: fmt.Sprintf("a first install: %s does not exist and %v", desc, notServed)}, cr, nil
+	default:
+		return contract.Decision{}, cr, fmt.Errorf("%w; reading %s: %w", notServed, desc, err)
 	}
 }
 

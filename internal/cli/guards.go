@@ -28,7 +28,7 @@ type guardFlags struct {
 
 func (g *guardFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&g.admissionPolicy, "admission-policy", false, "print a ValidatingAdmissionPolicy and its binding that deny an image change of the operator's Deployment unless its CR reports a fresh True (docs/without-olm.md)")
-	f.StringVar(&g.hookImage, "upgrade-hook", "", "print a Helm pre-upgrade / Argo CD PreSync hook Job running statuscheck gate from the container `IMAGE`, with its ServiceAccount and get on the one CR")
+	f.StringVar(&g.hookImage, "upgrade-hook", "", "print a Helm pre-upgrade / Argo CD PreSync hook Job running statuscheck gate from the container `IMAGE`, with its ServiceAccount and get on the one CR and the operator's Deployment")
 	f.StringVar(&g.installNamespace, "install-namespace", "", "with --admission-policy or --upgrade-hook: the `NAMESPACE` the operator's Deployment runs in (default: the status source's)")
 	f.StringVar(&g.deployment, "deployment", "", "with --admission-policy or --upgrade-hook: the install strategy's deployment `NAME` to guard (default: the only one)")
 	f.DurationVar(&g.gateTimeout, "gate-timeout", 0, "with --upgrade-hook: how long the hook's gate waits for a fresh True (`DURATION`; 0: it reads once)")

@@ -70,6 +70,8 @@ func TestGateBadInput(t *testing.T) {
 		{name: "two sources", args: []string{none, "--source", "a/v1/K/n"}, err: "takes the status source once"},
 		{name: "--crd without --source", args: []string{"--crd", none}, err: "--crd goes with --source"},
 		{name: "a negative timeout", args: []string{none, "--timeout", "-1s"}, err: "--timeout cannot be negative"},
+		{name: "--operator-deployment without its namespace", args: []string{none, "--operator-deployment", "cool-operator"}, err: `--operator-deployment takes NAMESPACE/NAME, not "cool-operator"`},
+		{name: "--operator-deployment with a path", args: []string{none, "--operator-deployment", "ns/a/b"}, err: "--operator-deployment takes NAMESPACE/NAME"},
 		{name: "no kubeconfig", args: []string{none, "--kubeconfig", filepath.Join(t.TempDir(), "none")}, err: "no kubeconfig"},
 		{name: "a bad --source", args: []string{"--source", "nope", "--kubeconfig", filepath.Join(t.TempDir(), "none")}, err: "no kubeconfig"},
 	}

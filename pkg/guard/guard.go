@@ -308,7 +308,11 @@ func hookMeta(name, namespace, weight string, labels map[string]string) metav1.O
 // CR, its binding, and a Job running `statuscheck gate` with in-cluster
 // credentials, all annotated as Helm pre-upgrade and Argo CD PreSync
 // hooks (the RBAC first). The Job fails, and with it the upgrade, unless
-// the gate allows.
+// the gate allows. The gate is told the operator's Deployment
+// (--operator-deployment) and may get it, so that Argo CD's first sync,
+// which runs PreSync hooks before the CRD exists, is told apart from an
+// upgrade: that get is granted in the install namespace, in the CR's Role
+// when the CR lives there, else in a Role of its own.
 func UpgradeHook(t *Target, h Hook) []runtime.Object {
 	src := t.Source
 	name := objectName(t.Name, "upgrade-gate", validation.DNS1123LabelMaxLength)
@@ -320,6 +324,20 @@ func UpgradeHook(t *Target, h Hook) []runtime.Object {
 		ObjectMeta: hookMeta(name, t.Namespace, hookRBACWeight, labels),
 	}
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: t.Namespace}}
+	deploymentRule := rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{t.Deployment}, Verbs: []string{"get"}}
+	var extra []runtime.Object
+	if t.Namespaced && src.Namespace == t.Namespace {
+		rules = append(rules, deploymentRule)
+	} else {
+		dname := objectName(t.Name, "upgrade-gate-deployment", validation.DNS1123SubdomainMaxLength)
+		extra = []runtime.Object{
+			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+				ObjectMeta: hookMeta(dname, t.Namespace, hookRBACWeight, labels), Rules: []rbacv1.PolicyRule{deploymentRule}},
+			&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				ObjectMeta: hookMeta(dname, t.Namespace, hookRBACWeight, labels), Subjects: subject,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: dname}},
+		}
+	}
 	var role, binding runtime.Object
 	if t.Namespaced {
 		role = &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
@@ -334,7 +352,7 @@ func UpgradeHook(t *Target, h Hook) []runtime.Object {
 			ObjectMeta: hookMeta(name, "", hookRBACWeight, labels), Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}}
 	}
-	args := []string{"gate", "--source", t.Ref()}
+	args := []string{"gate", "--source", t.Ref(), "--operator-deployment", t.Namespace + "/" + t.Deployment}
 	if h.Timeout > 0 {
 		args = append(args, "--timeout", h.Timeout.String())
 	}
@@ -370,7 +388,7 @@ func UpgradeHook(t *Target, h Hook) []runtime.Object {
 			},
 		},
 	}
-	return []runtime.Object{sa, role, binding, job}
+	return append(append([]runtime.Object{sa, role, binding}, extra...), job)
 }
 
 // YAML renders objects as a multi-document YAML stream.

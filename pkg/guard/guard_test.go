@@ -117,9 +117,12 @@ func TestManifests(t *testing.T) {
 	objs := UpgradeHook(tg, Hook{Image: "quay.io/statuscheck/statuscheck:v1"})
 	require.Len(t, objs, 4)
 	role := objs[1].(*rbacv1.Role)
-	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"cool.operators.corp"}, Resources: []string{"cooloperators"}, ResourceNames: []string{"cool-operator"}, Verbs: []string{"get"}}}, role.Rules)
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{"cool.operators.corp"}, Resources: []string{"cooloperators"}, ResourceNames: []string{"cool-operator"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{"cool-operator"}, Verbs: []string{"get"}},
+	}, role.Rules, "get on the one CR and, to tell a first install, on the operator's Deployment")
 	job := objs[3].(*batchv1.Job)
-	assert.Equal(t, []string{"gate", "--source", "cool.operators.corp/v1beta1/CoolOperator/cool-system/cool-operator"}, job.Spec.Template.Spec.Containers[0].Args)
+	assert.Equal(t, []string{"gate", "--source", "cool.operators.corp/v1beta1/CoolOperator/cool-system/cool-operator", "--operator-deployment", "cool-system/cool-operator"}, job.Spec.Template.Spec.Containers[0].Args)
 	for _, o := range objs {
 		m := o.(interface{ GetAnnotations() map[string]string }).GetAnnotations()
 		assert.Equal(t, "pre-upgrade", m["helm.sh/hook"])
@@ -130,6 +133,25 @@ func TestManifests(t *testing.T) {
 	out, err := YAML(objs...)
 	require.NoError(t, err)
 	assert.Equal(t, 3, strings.Count(string(out), "\n---\n"))
+
+	// The CR in another namespace than the operator's: the Deployment's
+	// get is a Role of its own in the install namespace.
+	other := coolSource()
+	other.Namespace = "cool-data"
+	tg, err = Resolve(csv.Obj, csv.Doc.File, other, "cooloperators", true, "cool-system", "")
+	require.NoError(t, err)
+	objs = UpgradeHook(tg, Hook{Image: "quay.io/statuscheck/statuscheck:v1"})
+	require.Len(t, objs, 6)
+	assert.Equal(t, "cool-data", objs[1].(*rbacv1.Role).Namespace)
+	assert.Len(t, objs[1].(*rbacv1.Role).Rules, 1)
+	dep := objs[3].(*rbacv1.Role)
+	assert.Equal(t, "cool-system", dep.Namespace)
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{"cool-operator"}, Verbs: []string{"get"}}}, dep.Rules)
+	db := objs[4].(*rbacv1.RoleBinding)
+	assert.Equal(t, dep.Name, db.RoleRef.Name)
+	assert.Equal(t, "cool-system", db.Subjects[0].Namespace)
+	_, ok := objs[5].(*batchv1.Job)
+	assert.True(t, ok, "the Job last")
 }
 
 var (

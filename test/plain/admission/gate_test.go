@@ -40,7 +40,9 @@ func runGate(t *testing.T, bundle string, args ...string) (int, string, string) 
 // TestGate: `statuscheck gate testdata/bundles/protected -n NS` reads the
 // live CR: exit 0 on a fresh True (and on a missing CR: whenAbsent Allow),
 // 1 on False or an outdated True with the reason on stderr, 2 when the
-// CRD is not installed.
+// CRD is not installed, unless --operator-deployment names a Deployment
+// that does not exist either (a first install, as at Argo CD's first
+// sync): then 0.
 func TestGate(t *testing.T) {
 	t.Parallel()
 	uninstalled := bundle(t, "absent.cool.operators.corp", "")
@@ -48,11 +50,13 @@ func TestGate(t *testing.T) {
 		name   string
 		bundle string
 		// cr is the CR's state (nil: no CR).
-		cr       *crState
-		exit     int
-		stdout   string
-		stderr   []string
-		noStderr bool
+		cr *crState
+		// deployment, when set, is passed as --operator-deployment NS/deployment.
+		deployment string
+		exit       int
+		stdout     string
+		stderr     []string
+		noStderr   bool
 	}{
 		{name: "fresh True", bundle: protected, cr: &fresh, exit: 0,
 			stdout: "allows the upgrade", noStderr: true},
@@ -64,6 +68,10 @@ func TestGate(t *testing.T) {
 		{name: "no CR, whenAbsent Allow", bundle: protected, exit: 0, stdout: "allows the upgrade", noStderr: true},
 		{name: "CRD not installed", bundle: uninstalled, exit: 2,
 			stderr: []string{"absent.cool.operators.corp/v1beta1", "is the CRD of CoolOperator installed?"}},
+		{name: "CRD not installed, the operator's Deployment there: an upgrade", bundle: uninstalled, deployment: deployment, exit: 2,
+			stderr: []string{"is the CRD of CoolOperator installed?", "/" + deployment + " exists, so this is an upgrade"}},
+		{name: "CRD not installed, no operator Deployment: a first install", bundle: uninstalled, deployment: "not-installed", exit: 0,
+			stdout: "allows the upgrade: a first install: Deployment ", noStderr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,7 +79,11 @@ func TestGate(t *testing.T) {
 			if tt.cr != nil {
 				f.setCR(t, *tt.cr)
 			}
-			exit, stdout, stderr := runGate(t, tt.bundle, "-n", f.ns)
+			args := []string{"-n", f.ns}
+			if tt.deployment != "" {
+				args = append(args, "--operator-deployment", f.ns+"/"+tt.deployment)
+			}
+			exit, stdout, stderr := runGate(t, tt.bundle, args...)
 			t.Logf("exit %d, stdout %q, stderr %q", exit, stdout, stderr)
 			assert.Equal(t, tt.exit, exit)
 			assert.Contains(t, stdout, tt.stdout)
