@@ -4,6 +4,7 @@ import (
 	gocontext "context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -50,8 +52,9 @@ The status source comes from a bundle directory or a CSV file (its
 status-source annotation and its CRD), from --crd with --source, or from
 --source alone (the kind's resource and scope are then discovered on the
 cluster). With no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config)
-it uses the pod's in-cluster credentials; it needs only get on the CR
-(and on the Deployment --operator-deployment names).
+it uses the pod's in-cluster credentials; it needs get on the CR (and on
+the Deployment --operator-deployment names); discovery is open to every
+authenticated user.
 
 An admin forces the answer with the CR's annotation
 statuscheck.operatorframework.io/upgradeable-override: "True" allows,
@@ -59,15 +62,17 @@ any other value holds. A CR that does not exist is judged by the status
 source's whenAbsent (Allow by default).
 
 --operator-deployment NAMESPACE/NAME tells a first install from an
-upgrade: when the status source's kind is not served and that Deployment
-does not exist, nothing is installed yet and the gate exits 0 (Argo CD
-runs PreSync hooks at the first sync, before the CRD exists); it then
-needs get on that Deployment too. Without it, or with the Deployment
-there, a kind that is not served is exit 2.
+upgrade: when the cluster answers that the status source's kind is not
+served and that Deployment does not exist, nothing is installed yet and
+the gate exits 0 (Argo CD runs PreSync hooks at the first sync, before
+the CRD exists); it then needs get on that Deployment too. Without it,
+with the Deployment there, or when discovery itself fails (a timeout, a
+5xx), a kind that is not served is exit 2. The answer depends on the
+name: a Deployment renamed by the new version reads as absent.
 
 --timeout waits, as kubectl wait does, reading the CR every --interval
-until it allows. It fails closed: nothing but a fresh True (or the
-override, or whenAbsent: Allow on a missing CR) exits 0.
+until it allows. It fails closed: only a fresh True, the override, a
+missing CR under whenAbsent: Allow, or a first install as above exits 0.
 
 Exit codes: 0 the upgrade may proceed; 1 it is held (the CR was read and
 does not allow; its reason and message are printed); 2 the gate could not
@@ -89,8 +94,15 @@ for example forbidden), the last attempt's error when --timeout ran out.`,
 				return usagef("gate needs the status source: a bundle or CSV, or --source GROUP/VERSION/KIND[/NAMESPACE]/NAME (with --crd, or discovered on the cluster)")
 			}
 			if f.operatorDeployment != "" {
-				if ns, name, ok := strings.Cut(f.operatorDeployment, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+				ns, name, ok := strings.Cut(f.operatorDeployment, "/")
+				if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 					return usagef("--operator-deployment takes NAMESPACE/NAME, not %q", f.operatorDeployment)
+				}
+				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+					return usagef("--operator-deployment: namespace %q: %s", ns, strings.Join(errs, "; "))
+				}
+				if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+					return usagef("--operator-deployment: Deployment name %q: %s", name, strings.Join(errs, "; "))
 				}
 			}
 			if f.timeout < 0 || f.interval <= 0 {
@@ -166,14 +178,21 @@ func (a *app) runGate(f gateFlags) error {
 	attempt := func() (contract.Decision, string, error) {
 		if tg == nil {
 			c := sctx
-			var notServed error
+			var err error
 			if c.CRD == nil && c.Plural == "" {
-				c, notServed = source.FromCluster(dc, &src, sctx.From)
+				c, err = source.FromCluster(dc, &src, sctx.From)
 			} else {
-				notServed = served(dc, c)
+				err = source.Served(dc, c)
 			}
-			if notServed != nil {
-				return firstInstall(ctx, dyn, src.Kind+" "+src.Name, f.operatorDeployment, notServed)
+			// Only the cluster's own "not served" may make this a first
+			// install; a discovery call that failed (a timeout, 429, 5xx)
+			// is retried, and fails closed at the deadline.
+			var notServed *source.NotServedError
+			if errors.As(err, &notServed) {
+				return firstInstall(ctx, a.stderr, dyn, src.Kind+" "+src.Name, f.operatorDeployment, err)
+			}
+			if err != nil {
+				return contract.Decision{}, src.Kind + " " + src.Name, err
 			}
 			s := *c.Source
 			desc := s.Kind + " " + s.Name
@@ -232,7 +251,7 @@ func (a *app) runGate(f gateFlags) error {
 // Deployment ("NAMESPACE/NAME") is not there either, so nothing runs that
 // could be held; otherwise, or when that cannot be read, notServed stands
 // and the gate fails closed.
-func firstInstall(ctx gocontext.Context, dyn dynamic.Interface, cr, deployment string, notServed error) (contract.Decision, string, error) {
+func firstInstall(ctx gocontext.Context, stderr io.Writer, dyn dynamic.Interface, cr, deployment string, notServed error) (contract.Decision, string, error) {
 	if deployment == "" {
 		return contract.Decision{}, "", notServed
 	}
@@ -243,26 +262,11 @@ func firstInstall(ctx gocontext.Context, dyn dynamic.Interface, cr, deployment s
 	case err == nil:
 		return contract.Decision{}, cr, fmt.Errorf("%w; %s exists, so this is an upgrade", notServed, desc)
 	case apierrors.IsNotFound(err) && notFoundObject(err, name):
+		fmt.Fprintf(stderr, "statuscheck: note: read as a first install because %s does not exist; if the operator's Deployment has another name, fix --operator-deployment: this gate holds nothing for it\n", desc)
 		return contract.Decision{Verdict: contract.Allow, Reason: fmt.Sprintf("a first install: %s does not exist and %v", desc, notServed)}, cr, nil
 	default:
 		return contract.Decision{}, cr, fmt.Errorf("%w; reading %s: %w", notServed, desc, err)
 	}
-}
-
-// served checks that the cluster serves the status source's kind, so
-// that a missing CRD is told apart from a missing CR.
-func served(dc discovery.DiscoveryInterface, c *source.Context) error {
-	gv := c.Source.GroupVersion()
-	list, err := dc.ServerResourcesForGroupVersion(gv.String())
-	if err != nil {
-		return fmt.Errorf("discovering %s (is the CRD of %s installed?): %w", gv, c.Source.Kind, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == c.Plural {
-			return nil
-		}
-	}
-	return fmt.Errorf("the cluster serves no %s in %s (is the CRD of %s installed?)", c.Plural, gv, c.Source.Kind)
 }
 
 // notFoundObject tells a 404 for the object from one for its resource.

@@ -7,7 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/openapi"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -117,6 +123,63 @@ func TestServedTokens(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestServedNotServed: only the cluster's own answer that it does not
+// serve the kind (discovery's 404, or a group version without the kind)
+// is a *NotServedError, the one error a gate may read as "not
+// installed"; discovery that failed otherwise (503, 429, a timeout) is
+// another error, so the gate retries and fails closed.
+func TestServedNotServed(t *testing.T) {
+	src := &v1alpha1.StatusSource{APIVersion: "cool.io/v1", Kind: "Cool", Name: "cool"}
+	coolList := &metav1.APIResourceList{GroupVersion: "cool.io/v1", APIResources: []metav1.APIResource{
+		{Name: "cools", Kind: "Cool", Namespaced: true}, {Name: "cools/status", Kind: "Cool", Namespaced: true}}}
+	otherList := &metav1.APIResourceList{GroupVersion: "cool.io/v1", APIResources: []metav1.APIResource{{Name: "warms", Kind: "Warm"}}}
+	tests := []struct {
+		name      string
+		resources []*metav1.APIResourceList
+		fail      error // what every discovery call answers, when set
+		notServed bool  // a *NotServedError
+		served    bool  // no error at all
+	}{
+		{name: "served", resources: []*metav1.APIResourceList{coolList}, served: true},
+		{name: "the group version is not served (404)", notServed: true},
+		{name: "the group version has no such kind", resources: []*metav1.APIResourceList{otherList}, notServed: true},
+		{name: "discovery answers 503", resources: []*metav1.APIResourceList{coolList},
+			fail: apierrors.NewServiceUnavailable("etcd is slow")},
+		{name: "discovery answers 429", fail: apierrors.NewTooManyRequests("slow down", 1)},
+		{name: "discovery times out", fail: apierrors.NewTimeoutError("the request", 1)},
+		{name: "discovery is forbidden", fail: apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no"))},
+		{name: "discovery cannot connect", fail: errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &clienttesting.Fake{Resources: tt.resources}
+			if tt.fail != nil {
+				fake.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tt.fail })
+			}
+			dc := &fakediscovery.FakeDiscovery{Fake: fake}
+			c := &Context{Source: src, Plural: "cools", Namespaced: true}
+			errs := map[string]error{"Served": Served(dc, c)}
+			if !tt.served { // served, FromCluster goes on to OpenAPI, which the fake lacks
+				_, errs["FromCluster"] = FromCluster(dc, src, "test")
+			}
+			for fn, err := range errs {
+				var ns *NotServedError
+				switch {
+				case tt.served:
+					assert.NoError(t, err, fn)
+				case tt.notServed:
+					require.ErrorAs(t, err, &ns, fn)
+					assert.Contains(t, err.Error(), "is the CRD of Cool installed?", fn)
+				default:
+					require.Error(t, err, fn)
+					assert.False(t, errors.As(err, &ns), "%s: %v is not the cluster saying the kind is not served", fn, err)
+					assert.ErrorIs(t, err, tt.fail, fn)
+				}
+			}
 		})
 	}
 }

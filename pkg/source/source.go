@@ -20,6 +20,8 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -329,10 +331,9 @@ func dedupe(in []string) []string {
 // CRD, so StatusSubresource, CRD and Resource stay nil; from says where
 // src came from.
 func FromCluster(dc discovery.DiscoveryInterface, src *v1alpha1.StatusSource, from string) (*Context, error) {
-	gv := src.GroupVersion()
-	list, err := dc.ServerResourcesForGroupVersion(gv.String())
+	list, err := resources(dc, src)
 	if err != nil {
-		return nil, fmt.Errorf("discovering %s (is the CRD of %s installed?): %w", gv, src.Kind, err)
+		return nil, err
 	}
 	for _, r := range list.APIResources {
 		if r.Kind != src.Kind || strings.Contains(r.Name, "/") {
@@ -344,7 +345,67 @@ func FromCluster(dc discovery.DiscoveryInterface, src *v1alpha1.StatusSource, fr
 		}
 		return &Context{Source: src, Plural: r.Name, Namespaced: r.Namespaced, Tokens: tokens, From: from}, nil
 	}
-	return nil, fmt.Errorf("the cluster serves no kind %s in %s (is its CRD installed?)", src.Kind, gv)
+	return nil, &NotServedError{GroupVersion: src.GroupVersion().String(), Kind: src.Kind}
+}
+
+// Served checks that the cluster serves c's resource (c.Plural), so that
+// a kind that is not installed is told apart from a CR that is missing.
+// It returns a *NotServedError only when the cluster said so; any other
+// failure to ask (a timeout, 429, 5xx, no permission) is another error,
+// which a caller must not read as "not installed".
+func Served(dc discovery.DiscoveryInterface, c *Context) error {
+	list, err := resources(dc, c.Source)
+	if err != nil {
+		return err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == c.Plural {
+			return nil
+		}
+	}
+	return &NotServedError{GroupVersion: c.Source.GroupVersion().String(), Kind: c.Source.Kind, Resource: c.Plural}
+}
+
+// NotServedError is the cluster's answer that it does not serve a status
+// source's kind: discovery's 404 for the group version, or a group
+// version whose resource list has no such kind. It is the only error
+// that means "the CRD is not installed"; Err is discovery's 404, if that
+// was the answer.
+type NotServedError struct {
+	GroupVersion string
+	Kind         string
+	Resource     string // the plural asked for, when it was known
+	Err          error
+}
+
+func (e *NotServedError) Error() string {
+	what := "kind " + e.Kind
+	if e.Resource != "" {
+		what = e.Resource
+	}
+	msg := fmt.Sprintf("the cluster serves no %s in %s (is the CRD of %s installed?)", what, e.GroupVersion, e.Kind)
+	if e.Err != nil {
+		msg = fmt.Sprintf("the cluster serves no %s (is the CRD of %s installed?): %v", e.GroupVersion, e.Kind, e.Err)
+	}
+	return msg
+}
+
+func (e *NotServedError) Unwrap() error { return e.Err }
+
+// resources is discovery's resource list of src's group version; a 404
+// is a *NotServedError, any other failure is wrapped as it came.
+func resources(dc discovery.DiscoveryInterface, src *v1alpha1.StatusSource) (*metav1.APIResourceList, error) {
+	gv := src.GroupVersion()
+	list, err := dc.ServerResourcesForGroupVersion(gv.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, &NotServedError{GroupVersion: gv.String(), Kind: src.Kind, Err: err}
+	case err != nil:
+		return nil, fmt.Errorf("discovering %s (the resources of %s): %w", gv, src.Kind, err)
+	case list == nil:
+		return nil, fmt.Errorf("discovering %s (the resources of %s): an empty answer", gv, src.Kind)
+	}
+	return list, nil
 }
 
 // ServedTokens decides the JSON types of src's handshake tokens from the
