@@ -34,6 +34,9 @@ type Found struct {
 	Group, Kind, Name string
 	// Deployments are the Deployment names a policy matches.
 	Deployments []string
+	// Tools are, for a hook, the tools whose upgrade it holds: "Helm",
+	// "Argo CD" or both.
+	Tools []string
 }
 
 // Parse reads the guards among the documents of a manifest file; other
@@ -83,8 +86,11 @@ func Parse(file string, data []byte) ([]Found, error) {
 			continue
 		}
 		// A binding that only warns or audits (the override's state)
-		// holds nothing.
-		if !slices.Contains(b.Spec.ValidationActions, admissionv1.Deny) {
+		// holds nothing, nor does a policy whose failures are ignored:
+		// under failurePolicy Ignore a missing CR or a param informer that
+		// has not synced admits the update.
+		if !slices.Contains(b.Spec.ValidationActions, admissionv1.Deny) ||
+			(p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionv1.Ignore) {
 			continue
 		}
 		gv, _, _ := strings.Cut(p.Spec.ParamKind.APIVersion, "/")
@@ -103,20 +109,53 @@ func Parse(file string, data []byte) ([]Found, error) {
 }
 
 // hookOf reads a Job that runs statuscheck gate --source as a pre-upgrade
-// (Helm) or PreSync (Argo CD) hook.
+// (Helm) or PreSync (Argo CD) hook. Only a hook that runs before the
+// upgrade is applied holds it, and it must do so for each tool that
+// reads it as a hook:
+//
+//   - Helm reads helm.sh/hook: each value, trimmed and lowercased, must
+//     be a hook event Helm knows, else it skips the whole Job, neither
+//     run nor applied (Helm v4.3.2, pkg/release/v1/util/manifest_sorter.go,
+//     sort: "skipping unknown hooks"); one of them must be pre-upgrade.
+//   - Argo CD reads its own argocd.argoproj.io/hook first and Helm's only
+//     when its own names no hook type it knows (gitops-engine,
+//     pkg/sync/hook/hook.go, Types: "we ignore Helm hooks if we have Argo
+//     hook"), mapping Helm's pre-install and pre-upgrade, exactly so
+//     spelled, to PreSync (pkg/sync/hook/helm/type.go). A Job with Helm's
+//     pre-upgrade and Argo CD's PostSync runs after an Argo CD sync has
+//     applied the upgrade, so it is not counted.
+//
+// Found.Tools names the tools it holds.
 func hookOf(j *batchv1.Job) (Found, bool) {
-	// Only a hook that runs before the upgrade is applied holds it:
-	// Helm's pre-upgrade, Argo CD's PreSync (either may be one of a
-	// comma-separated list).
-	hookIn := func(key, want string) bool {
-		for _, h := range strings.Split(j.Annotations[key], ",") {
-			if strings.TrimSpace(h) == want {
-				return true
+	var tools []string
+	helmValue, hasHelm := j.Annotations[helmHook]
+	var helm []string
+	if hasHelm {
+		for _, h := range strings.Split(helmValue, ",") {
+			h = strings.TrimSpace(h)
+			if !slices.Contains(helmHookEvents, strings.ToLower(h)) {
+				return Found{}, false
 			}
+			helm = append(helm, h)
 		}
-		return false
+		if !slices.ContainsFunc(helm, func(h string) bool { return strings.ToLower(h) == "pre-upgrade" }) {
+			return Found{}, false
+		}
+		tools = append(tools, "Helm")
 	}
-	if !hookIn(helmHook, "pre-upgrade") && !hookIn(argoHook, "PreSync") {
+	var argo []string
+	for _, h := range strings.Split(j.Annotations[argoHook], ",") {
+		if h = strings.TrimSpace(h); slices.Contains(argoHookTypes, h) {
+			argo = append(argo, h)
+		}
+	}
+	switch {
+	case len(argo) > 0 && !slices.Contains(argo, "PreSync"):
+		return Found{}, false
+	case len(argo) > 0 || slices.Contains(helm, "pre-upgrade") || slices.Contains(helm, "pre-install"):
+		tools = append(tools, "Argo CD")
+	}
+	if len(tools) == 0 {
 		return Found{}, false
 	}
 	for _, c := range j.Spec.Template.Spec.Containers {
@@ -129,13 +168,26 @@ func hookOf(j *batchv1.Job) (Found, bool) {
 			if args[k] == "--source" {
 				parts := strings.Split(args[k+1], "/")
 				if len(parts) == 4 || len(parts) == 5 {
-					return Found{What: FoundHook, Group: parts[0], Kind: parts[2], Name: parts[len(parts)-1]}, true
+					return Found{What: FoundHook, Group: parts[0], Kind: parts[2], Name: parts[len(parts)-1], Tools: tools}, true
 				}
 			}
 		}
 	}
 	return Found{}, false
 }
+
+// helmHookEvents are the hook events Helm knows (Helm v4.3.2,
+// pkg/release/v1/util/manifest_sorter.go, events).
+var helmHookEvents = []string{"pre-install", "post-install", "pre-delete", "post-delete", "pre-upgrade", "post-upgrade",
+	"pre-rollback", "post-rollback", "test", "test-success"}
+
+// argoHookTypes are the hook types Argo CD reads from its own annotation:
+// gitops-engine's (pkg/sync/common/types.go, NewHookType: PreSync, Sync,
+// PostSync, SyncFail, Skip) and Argo CD's delete hooks (controller/hook.go:
+// PreDelete, PostDelete). gitops-engine alone would read a delete hook as
+// no type and fall back to Helm's annotation; counting it as Argo CD's
+// own errs towards not counting the Job.
+var argoHookTypes = []string{"PreSync", "Sync", "PostSync", "SyncFail", "Skip", "PreDelete", "PostDelete"}
 
 // For says whether f guards the status source src of a CSV whose
 // install strategy has the deployments named: the same kind and CR, and

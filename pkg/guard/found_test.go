@@ -8,6 +8,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 // TestParse: a policy counts with its binding, a hook Job with its gate's
@@ -24,7 +25,7 @@ func TestParse(t *testing.T) {
 	found, err := Parse("g.yaml", data)
 	require.NoError(t, err)
 	require.Len(t, found, 2)
-	assert.Equal(t, Found{What: FoundHook, File: "g.yaml", Group: "cool.operators.corp", Kind: "CoolOperator", Name: "cool-operator"}, found[0])
+	assert.Equal(t, Found{What: FoundHook, File: "g.yaml", Group: "cool.operators.corp", Kind: "CoolOperator", Name: "cool-operator", Tools: []string{"Helm", "Argo CD"}}, found[0])
 	assert.Equal(t, Found{What: FoundPolicy, File: "g.yaml", Group: "cool.operators.corp", Kind: "CoolOperator", Name: "cool-operator", Deployments: []string{"cool-operator"}}, found[1])
 	assert.True(t, found[1].For(tg.Source, []string{"cool-operator"}))
 	assert.False(t, found[1].For(tg.Source, []string{"warm-operator"}))
@@ -49,9 +50,11 @@ func TestParseCountsOnlyWhatHolds(t *testing.T) {
 	tests := []struct {
 		name   string
 		adjust func(b *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job)
+		ignore bool // the policy's failurePolicy is Ignore
 		want   []string
+		tools  []string // the hook's Tools, when it is counted
 	}{
-		{name: "as generate prints them", adjust: func(*admissionv1.ValidatingAdmissionPolicyBinding, *batchv1.Job) {}, want: []string{FoundHook, FoundPolicy}},
+		{name: "as generate prints them", adjust: func(*admissionv1.ValidatingAdmissionPolicyBinding, *batchv1.Job) {}, want: []string{FoundHook, FoundPolicy}, tools: []string{"Helm", "Argo CD"}},
 		{name: "the binding warns", adjust: func(b *admissionv1.ValidatingAdmissionPolicyBinding, _ *batchv1.Job) {
 			b.Spec.ValidationActions = []admissionv1.ValidationAction{admissionv1.Warn}
 		}, want: []string{FoundHook}},
@@ -61,10 +64,40 @@ func TestParseCountsOnlyWhatHolds(t *testing.T) {
 		{name: "post-upgrade and PostSync hooks", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
 			j.Annotations[helmHook], j.Annotations[argoHook] = "post-upgrade", "PostSync"
 		}, want: []string{FoundPolicy}},
+		{name: "the policy ignores its failures", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, _ *batchv1.Job) {},
+			ignore: true, want: []string{FoundHook}},
+		{name: "Helm's pre-upgrade, Argo CD's PostSync (Argo CD's own wins)", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[helmHook], j.Annotations[argoHook] = "pre-upgrade", "PostSync"
+		}, want: []string{FoundPolicy}},
+		{name: "Helm's post-upgrade, Argo CD's PreSync (Helm runs it after)", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[helmHook], j.Annotations[argoHook] = "post-upgrade", "PreSync"
+		}, want: []string{FoundPolicy}},
+		{name: "Argo CD's PreSync alone (Helm applies it with the upgrade)", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			delete(j.Annotations, helmHook)
+		}, want: []string{FoundHook, FoundPolicy}, tools: []string{"Argo CD"}},
+		{name: "Helm's pre-upgrade alone (Argo CD maps it to PreSync)", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			delete(j.Annotations, argoHook)
+		}, want: []string{FoundHook, FoundPolicy}, tools: []string{"Helm", "Argo CD"}},
+		{name: "Helm's Pre-Upgrade (Helm lowercases it, Argo CD does not map it)", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[helmHook] = "Pre-Upgrade"
+			delete(j.Annotations, argoHook)
+		}, want: []string{FoundHook, FoundPolicy}, tools: []string{"Helm"}},
+		{name: "Helm's empty value (Helm skips the Job), Argo CD's PreSync", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[helmHook] = ""
+		}, want: []string{FoundPolicy}},
+		{name: "Helm's pre-upgrade with a value Helm does not know (Helm skips the Job)", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[helmHook] = "pre-upgrade,pre-sync"
+		}, want: []string{FoundPolicy}},
+		{name: "Helm's pre-upgrade, Argo CD's PostDelete (Argo CD's own)", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[argoHook] = "PostDelete"
+		}, want: []string{FoundPolicy}},
+		{name: "Helm's pre-upgrade, an Argo CD value it does not know (Helm's mapped)", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
+			j.Annotations[argoHook] = "Later"
+		}, want: []string{FoundHook, FoundPolicy}, tools: []string{"Helm", "Argo CD"}},
 		{name: "Helm's pre-install,pre-upgrade", adjust: func(_ *admissionv1.ValidatingAdmissionPolicyBinding, j *batchv1.Job) {
 			j.Annotations[helmHook] = "pre-install, pre-upgrade"
 			delete(j.Annotations, argoHook)
-		}, want: []string{FoundHook, FoundPolicy}},
+		}, want: []string{FoundHook, FoundPolicy}, tools: []string{"Helm", "Argo CD"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,15 +111,24 @@ func TestParseCountsOnlyWhatHolds(t *testing.T) {
 			}
 			require.NotNil(t, job)
 			tt.adjust(b, job)
+			if tt.ignore {
+				p.Spec.FailurePolicy = ptr.To(admissionv1.Ignore)
+			}
 			data, err := YAML(objs...)
 			require.NoError(t, err)
 			found, err := Parse("g.yaml", data)
 			require.NoError(t, err)
-			var got []string
+			var got, tools []string
 			for _, f := range found {
 				got = append(got, f.What)
+				if f.What == FoundHook {
+					tools = f.Tools
+				}
 			}
 			assert.Equal(t, tt.want, got)
+			if tt.tools != nil {
+				assert.Equal(t, tt.tools, tools)
+			}
 		})
 	}
 }

@@ -61,7 +61,7 @@ func withGuards(ctx *Context, ps []result.Protection) []result.Protection {
 			var by, held, limits []string
 			if hook != nil {
 				by = append(by, guard.FoundHook)
-				held = append(held, fmt.Sprintf("the pre-upgrade hook in %s runs statuscheck gate, which fails the upgrade before anything of it is applied unless %s %q reports a fresh True", hook.File, ctx.Source.Kind, ctx.Source.Name))
+				held = append(held, fmt.Sprintf("the pre-upgrade hook in %s runs statuscheck gate, which fails an upgrade by %s before anything of it is applied unless %s %q reports a fresh True", hook.File, strings.Join(hook.Tools, " or "), ctx.Source.Kind, ctx.Source.Name))
 				limits = append(limits, hookLimits)
 			}
 			if policy != nil {

@@ -37,6 +37,8 @@ func TestVerdictWithGuards(t *testing.T) {
 		return f
 	}
 	policy, hook := parse("policy.yaml", policyYAML), parse("hook.yaml", hookYAML)
+	argoOnly := append([]guard.Found{}, hook...)
+	argoOnly[0].Tools = []string{"Argo CD"}
 	other := parse("other.yaml", policyYAML)
 	other[0].Deployments = []string{"warm-operator"}
 
@@ -51,7 +53,9 @@ func TestVerdictWithGuards(t *testing.T) {
 		{name: "the policy", guards: policy, v1: true, none: true, by: "admission-policy",
 			reason: []string{"policy.yaml denies an image change of Deployment cool-operator", "renames the Deployment", "changes no image", "informer", "applied around the denied Deployment"}},
 		{name: "the hook", guards: hook, none: true, by: "upgrade-hook",
-			reason: []string{"hook.yaml runs statuscheck gate", "holds only the tool that runs the hook"}, noReason: []string{"renames"}},
+			reason: []string{"hook.yaml runs statuscheck gate, which fails an upgrade by Helm or Argo CD before", "holds only the tool that runs the hook"}, noReason: []string{"renames"}},
+		{name: "an Argo CD hook only", guards: argoOnly, none: true, by: "upgrade-hook",
+			reason: []string{"hook.yaml runs statuscheck gate, which fails an upgrade by Argo CD before"}, noReason: []string{"Helm or"}},
 		{name: "both", guards: append(append([]guard.Found{}, hook...), policy...), v1: true, none: true, by: "upgrade-hook+admission-policy"},
 		{name: "a policy of another Deployment", guards: other},
 	}
