@@ -42,7 +42,7 @@ func runGate(t *testing.T, bundle string, args ...string) (int, string, string) 
 // 1 on False or an outdated True with the reason on stderr, 2 when the
 // CRD is not installed, unless --operator-deployment names a Deployment
 // that does not exist either (a first install, as at Argo CD's first
-// sync): then 0.
+// sync): then 0, with a note on stderr naming the Deployment.
 func TestGate(t *testing.T) {
 	t.Parallel()
 	uninstalled := bundle(t, "absent.cool.operators.corp", "")
@@ -71,7 +71,8 @@ func TestGate(t *testing.T) {
 		{name: "CRD not installed, the operator's Deployment there: an upgrade", bundle: uninstalled, deployment: deployment, exit: 2,
 			stderr: []string{"is the CRD of CoolOperator installed?", "/" + deployment + " exists, so this is an upgrade"}},
 		{name: "CRD not installed, no operator Deployment: a first install", bundle: uninstalled, deployment: "not-installed", exit: 0,
-			stdout: "allows the upgrade: a first install: Deployment ", noStderr: true},
+			stdout: "allows the upgrade: a first install: Deployment ",
+			stderr: []string{"statuscheck: note: read as a first install because Deployment ", "/not-installed does not exist", "fix --operator-deployment"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

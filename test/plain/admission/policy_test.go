@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 )
@@ -325,4 +326,64 @@ func TestPolicyWarn(t *testing.T) {
 	setActions(admissionv1.Deny)
 	lag, err = f.wantUpdate(t, deployment, newImage, outcome{422, msg}, lagTimeout)
 	t.Logf("[Deny] again: denied %v after the binding's update: %v", lag.Round(time.Millisecond), err)
+}
+
+// TestPolicyOverrideWithoutCR: under whenAbsent Block with no CR there is
+// nothing to annotate, and the binding's [Warn] does not lift the denial:
+// the missing parameter is a configuration error, which the apiserver's
+// dispatcher denies under failurePolicy Fail whatever the binding's
+// validationActions say (k8s.io/apiserver, policy/validating,
+// dispatcher.Dispatch, addConfigError). What lifts it is the policy's
+// failurePolicy Ignore, or the binding deleted; failurePolicy Fail again
+// holds again.
+func TestPolicyOverrideWithoutCR(t *testing.T) {
+	t.Parallel()
+	dir := bundle(t, group, "Block")
+	f := newFixture(t, "nocr", group)
+	p, b := f.guard(t, dir)
+	noParams := outcome{422, "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"}
+	lag, _ := f.wantUpdate(t, deployment, newImage, noParams, lagTimeout)
+	t.Logf("no CR: the new policy denies %v after it was created", lag.Round(time.Millisecond))
+
+	ctx := context.Background()
+	reg := srv.Kube.AdmissionregistrationV1()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := reg.ValidatingAdmissionPolicyBindings().Get(ctx, b.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got.Spec.ValidationActions = []admissionv1.ValidationAction{admissionv1.Warn}
+		_, err = reg.ValidatingAdmissionPolicyBindings().Update(ctx, got, metav1.UpdateOptions{})
+		return err
+	}))
+	// [Warn] is in force: with a CR that holds, the update passes with a
+	// warning; with the CR deleted again, the configuration error denies.
+	f.setCR(t, held)
+	lag, _ = f.wantUpdate(t, deployment, newImage, allowed, lagTimeout)
+	t.Logf("[Warn], a CR that holds: the image update passes %v after", lag.Round(time.Millisecond))
+	f.deleteCR(t)
+	lag, err := f.wantUpdate(t, deployment, newImage, noParams, lagTimeout)
+	t.Logf("[Warn], no CR: denied %v after the CR's deletion: %v", lag.Round(time.Millisecond), err)
+
+	setFailure := func(fp admissionv1.FailurePolicyType) {
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got, err := reg.ValidatingAdmissionPolicies().Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			got.Spec.FailurePolicy = &fp
+			_, err = reg.ValidatingAdmissionPolicies().Update(ctx, got, metav1.UpdateOptions{})
+			return err
+		}))
+	}
+	setFailure(admissionv1.Ignore)
+	lag, _ = f.wantUpdate(t, deployment, newImage, allowed, lagTimeout)
+	t.Logf("failurePolicy Ignore: the image update passes %v after the policy's update", lag.Round(time.Millisecond))
+	setFailure(admissionv1.Fail)
+	lag, _ = f.wantUpdate(t, deployment, newImage, noParams, lagTimeout)
+	t.Logf("failurePolicy Fail again: denied %v after the policy's update", lag.Round(time.Millisecond))
+
+	require.NoError(t, reg.ValidatingAdmissionPolicyBindings().Delete(ctx, b.Name, metav1.DeleteOptions{}))
+	lag, _ = f.wantUpdate(t, deployment, newImage, allowed, lagTimeout)
+	t.Logf("the binding deleted: the image update passes %v after", lag.Round(time.Millisecond))
 }
