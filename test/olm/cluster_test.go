@@ -8,7 +8,7 @@
 // what OLM did.
 //
 // There is no kubelet, controller manager or garbage collector: a
-// Deployment is made Available by a stand-in (deployments_test.go) that
+// Deployment is made Available by a stand-in (testutil.DeploymentStandIn) that
 // writes its status as the deployment controller would once its pods run,
 // and an owned object is not deleted with its owner (the tests delete what
 // the garbage collector would).
@@ -162,7 +162,7 @@ func start(tb *testutil.MainTB) (*Cluster, error) {
 	if err := c.startOLM(ctx); err != nil {
 		return nil, err
 	}
-	go standIn(ctx, c.Kube)
+	go testutil.DeploymentStandIn(ctx, c.Kube) // OLM's install check reads the Deployments
 	c.Started = time.Since(begin)
 	return c, nil
 }

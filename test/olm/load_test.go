@@ -250,7 +250,7 @@ func (d loadDelta) report(label string) []string {
 			others = append(others, fmt.Sprintf("%s %s %.1f (%g)", name, k.verb, d.perMinute(d.requests[k]), d.requests[k]))
 		}
 	}
-	lines = append(lines, fmt.Sprintf("load %s:   other requests (deployments LIST: the tier's deployment stand-in, deployments_test.go): %s", label, strings.Join(others, ", ")))
+	lines = append(lines, fmt.Sprintf("load %s:   other requests (deployments LIST: the tier's deployment stand-in, testutil.DeploymentStandIn): %s", label, strings.Join(others, ", ")))
 	var queues []string
 	for _, name := range sortedKeys(d.processed) {
 		queues = append(queues, fmt.Sprintf("%s %.1f (%g)", name, d.perMinute(d.processed[name]), d.processed[name]))

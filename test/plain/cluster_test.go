@@ -100,6 +100,6 @@ func start(tb *testutil.MainTB, bin string) (*Cluster, error) {
 	ctx := context.Background()
 	c.Jobs = &JobRunner{Kube: c.Kube, Config: c.Config, Binary: bin, Dir: tb.TempDir(), Logf: tb.Logf}
 	go c.Jobs.Run(ctx)
-	go deploymentStandIn(ctx, c.Kube)
+	go testutil.DeploymentStandIn(ctx, c.Kube) // Helm waits on Deployments (kstatus)
 	return c, nil
 }

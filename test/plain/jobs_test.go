@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -244,52 +243,6 @@ func (r *JobRunner) serviceAccountKubeconfig(ctx context.Context, ns, sa string)
 		return err == nil && sar.Status.Allowed, nil
 	})
 	return path, nil
-}
-
-// deploymentStandIn plays the deployment controller and the kubelet:
-// each Deployment whose status is behind its spec gets the status the
-// deployment controller writes once every pod of the new template runs
-// (observedGeneration, the replica counts, Available and Progressing
-// with NewReplicaSetAvailable), which is what Helm's status watcher
-// (kstatus) reads when Helm waits for a Deployment (the rollback of
-// RollbackOnFailure does).
-func deploymentStandIn(ctx context.Context, kube kubernetes.Interface) {
-	for ctx.Err() == nil {
-		list, err := kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for i := range list.Items {
-				d := &list.Items[i]
-				if d.Status.ObservedGeneration >= d.Generation {
-					continue
-				}
-				_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-					cur, err := kube.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					cur.Status = available(cur)
-					_, err = kube.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: "deployment-controller-stand-in"})
-					return err
-				})
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func available(d *appsv1.Deployment) appsv1.DeploymentStatus {
-	replicas := int32(1)
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
-	}
-	now := metav1.Now()
-	return appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability.", LastUpdateTime: now, LastTransitionTime: now},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", Message: "ReplicaSet has successfully progressed.", LastUpdateTime: now, LastTransitionTime: now},
-		},
-	}
 }
 
 // writeImpersonatingKubeconfig writes what testutil.WriteKubeconfig

@@ -67,13 +67,7 @@ func TestPolicyHoldsImageUpdate(t *testing.T) {
 	// The cases run in order on the one CR; each one's answer differs
 	// from the one before, so the poll sees this case's write.
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f.setCR(t, tt.cr)
-			lag, err := f.wantUpdate(t, deployment, newImage, tt.want, lagTimeout)
-			t.Logf("admission answered code %d after %v: %v", code(err), lag.Round(time.Millisecond), err)
-			exit, _, stderr := runGate(t, protected, "-n", f.ns)
-			assert.Equal(t, tt.gate, exit, "statuscheck gate: %s", stderr)
-		})
+		t.Run(tt.name, func(t *testing.T) { f.policyAndGate(t, tt.cr, tt.want, tt.gate) })
 	}
 }
 
@@ -260,13 +254,7 @@ func TestPolicyOverride(t *testing.T) {
 		{name: "removed, fresh True", cr: fresh, want: allowed, gate: 0},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f.setCR(t, tt.cr)
-			lag, err := f.wantUpdate(t, deployment, newImage, tt.want, lagTimeout)
-			t.Logf("admission answered code %d after %v: %v", code(err), lag.Round(time.Millisecond), err)
-			exit, _, stderr := runGate(t, protected, "-n", f.ns)
-			assert.Equal(t, tt.gate, exit, "statuscheck gate: %s", stderr)
-		})
+		t.Run(tt.name, func(t *testing.T) { f.policyAndGate(t, tt.cr, tt.want, tt.gate) })
 	}
 }
 
@@ -386,4 +374,16 @@ func TestPolicyOverrideWithoutCR(t *testing.T) {
 	require.NoError(t, reg.ValidatingAdmissionPolicyBindings().Delete(ctx, b.Name, metav1.DeleteOptions{}))
 	lag, _ = f.wantUpdate(t, deployment, newImage, allowed, lagTimeout)
 	t.Logf("the binding deleted: the image update passes %v after", lag.Round(time.Millisecond))
+}
+
+// policyAndGate sets the CR to cr, then requires admission's answer want
+// to an image update of the Deployment and statuscheck gate's exit code
+// gate on the same CR.
+func (f *fixture) policyAndGate(t *testing.T, cr crState, want outcome, gate int) {
+	t.Helper()
+	f.setCR(t, cr)
+	lag, err := f.wantUpdate(t, deployment, newImage, want, lagTimeout)
+	t.Logf("admission answered code %d after %v: %v", code(err), lag.Round(time.Millisecond), err)
+	exit, _, stderr := runGate(t, protected, "-n", f.ns)
+	assert.Equal(t, gate, exit, "statuscheck gate: %s", stderr)
 }

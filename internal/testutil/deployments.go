@@ -1,4 +1,4 @@
-package olm
+package testutil
 
 import (
 	"context"
@@ -11,22 +11,19 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// standIn plays the deployment controller and the kubelet for the
-// deployments OLM writes: there are none in this cluster, so a
-// Deployment's status would never move. Each deployment whose status is
-// behind its spec gets the status the deployment controller writes once
-// every pod of the new template runs (pkg/controller/deployment, sync's
-// status: observedGeneration, the replica counts, Available and
-// Progressing with NewReplicaSetAvailable), which is what OLM's install
-// check reads (pkg/controller/install/status_viewer.go, DeploymentStatus).
-// A deployment labelled statuscheck.test/unavailable stays unavailable.
-func standIn(ctx context.Context, kube kubernetes.Interface) {
+// DeploymentStandIn plays the deployment controller and the kubelet for
+// the test tiers' kube-apiserver, which runs neither, until ctx ends:
+// every 100 ms each Deployment whose status is behind its spec gets
+// Available(d). It is what OLM's install
+// check (pkg/controller/install/status_viewer.go, DeploymentStatus) and
+// Helm's status watcher (kstatus) read.
+func DeploymentStandIn(ctx context.Context, kube kubernetes.Interface) {
 	for ctx.Err() == nil {
 		list, err := kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err == nil {
 			for i := range list.Items {
 				d := &list.Items[i]
-				if d.Status.ObservedGeneration >= d.Generation || d.Labels["statuscheck.test/unavailable"] != "" {
+				if d.Status.ObservedGeneration >= d.Generation {
 					continue
 				}
 				_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -34,7 +31,7 @@ func standIn(ctx context.Context, kube kubernetes.Interface) {
 					if err != nil {
 						return err
 					}
-					cur.Status = available(cur)
+					cur.Status = Available(cur)
 					_, err = kube.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: "deployment-controller-stand-in"})
 					return err
 				})
@@ -44,7 +41,11 @@ func standIn(ctx context.Context, kube kubernetes.Interface) {
 	}
 }
 
-func available(d *appsv1.Deployment) appsv1.DeploymentStatus {
+// Available is the status the deployment controller writes once every
+// pod of d's template runs (pkg/controller/deployment, sync's status):
+// observedGeneration, the replica counts, Available and Progressing with
+// NewReplicaSetAvailable.
+func Available(d *appsv1.Deployment) appsv1.DeploymentStatus {
 	replicas := int32(1)
 	if d.Spec.Replicas != nil {
 		replicas = *d.Spec.Replicas
