@@ -18,7 +18,6 @@ import (
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
-	"github.com/statuscheck/statuscheck/pkg/trace"
 )
 
 // The tests of this file run only on OLM patched with olm/patches (make
@@ -99,7 +98,7 @@ func (w *world) recordedAgreesOn(rec *testutil.Recorder, held, alsoCopy bool) (s
 	s := w.simulateWith(rec.Trace, "--bundle", w.bundle, "--policy", "strict")
 	var explained map[int]bool
 	if alsoCopy {
-		explained = heldByTheCopy(t, w.simulateWith(rec.Trace, "--bundle", w.bundle, "--policy", "olm", "--bridge"), steps(t, rec.Trace))
+		explained = w.heldByTheCopy(rec.Trace)
 	}
 	agreesWithPatchedOLM(t, s, recording, explained)
 	assert.False(t, s.has(simulate.RuleUpgradeWhileBlocked), "the upgrade came after a fresh True: %v", s.violations())
@@ -119,17 +118,18 @@ func (w *world) recordedAgreesWithCopy(rec *testutil.Recorder) {
 	w.recordedAgreesOn(rec, true, true)
 }
 
-// heldByTheCopy: the checks that held (expect Block) where the olm
-// policy, the OperatorCondition's copy, agreed with OLM (o is its
-// replay as the primary policy).
-func heldByTheCopy(t *testing.T, o simulated, all []trace.Step) map[int]bool {
-	t.Helper()
+// heldByTheCopy: the checks of the recording at path that held (expect
+// Block) where the olm policy, replaying it as the primary policy on the
+// OperatorCondition's copy (--bridge), agreed with OLM.
+func (w *world) heldByTheCopy(path string) map[int]bool {
+	w.t.Helper()
+	o := w.simulateWith(path, "--bundle", w.bundle, "--policy", "olm", "--bridge")
 	disagrees := map[int]bool{}
 	for _, v := range o.of(simulate.RuleCheckExpectation) {
 		disagrees[v.Step] = true
 	}
 	out := map[int]bool{}
-	for i, st := range all {
+	for i, st := range steps(w.t, path) {
 		if step := i + 1; st.Verb == v1alpha1.VerbCheck && st.Expect == contract.Block && !disagrees[step] {
 			out[step] = true
 		}
@@ -255,7 +255,7 @@ func TestNativeRecordingCopyHeldAfterCRTrue(t *testing.T) {
 		disagree = append(disagree, v.Step)
 	}
 	require.Equal(t, []int{12}, disagree, "the strict gate disagrees with OLM's late hold only")
-	explained := heldByTheCopy(t, w.simulateWith(path, "--bundle", w.bundle, "--policy", "olm", "--bridge"), steps(t, path))
+	explained := w.heldByTheCopy(path)
 	assert.True(t, explained[12], "the late hold is the copy's: %v", explained)
 	assert.False(t, explained[4], "step 4 held on the CR; the copy said True then")
 	assert.False(t, explained[13], "the commit (expect Allow) is never explained")
