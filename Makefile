@@ -6,7 +6,7 @@ BIN      ?= bin/statuscheck
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build cross test plain olm olm-native olm-native-test olm-native-upstream-test olmv1-native olmv1-native-test race lint vet fmt-check docs demo bench fuzz ci clean image
+.PHONY: all build cross test plain olm olm-native olm-native-test olm-native-upstream-test olm-vendored-test olmv1-native olmv1-native-test race lint vet fmt-check docs demo bench fuzz ci clean image
 
 all: build test
 
@@ -69,6 +69,11 @@ olmv1-native:
 ## real ClusterExtension reconciler and Helm applier) on both trees. Needs BOXCUTTER_DIR.
 olmv1-native-test:
 	GO=$(GO) bash olm/v1native-test.sh
+
+## olm-vendored-test: the series on a git revision of OLM that vendors its dependencies (OLM_GIT=GITDIR,
+## VERSION, default master): OLM's own tests of the packages it touches, unpatched, then patch by patch.
+olm-vendored-test:
+	GO=$(GO) OLM_GIT=$(OLM_GIT) VERSION=$(or $(VERSION),master) bash olm/vendored-test.sh
 
 ## olm-native-upstream-test: OLM's own tests of every package the series touches, on the
 ## patched tree (gate off, then on) and on the unpatched tree, with the count of tests run.

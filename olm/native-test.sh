@@ -9,7 +9,8 @@
 # annotation (NATIVE_EXISTING), unchanged; and the tests only the patched
 # OLM passes (-tags olmnative: test/olm/native_test.go;
 # native_bridge_test.go, the bridge's scenarios without the bridge;
-# native_requestack_test.go, RequestAck; native_scope_test.go, the
+# native_requestack_test.go, RequestAck; native_crd_test.go, the CRD
+# taken away; native_scope_test.go, the
 # scoping). OLM is written with its StatusSource feature gate on by
 # default (GATE=on). `make
 # olm-native-test` runs it; RUN=REGEX runs other tests of test/olm instead.

@@ -12,7 +12,7 @@
 # unreleased OLM).
 #
 # NOPATCH=1 copies OLM without the series (the baseline of
-# olm/upstream-test.sh).
+# olm/upstream-test.sh); PATCHES=N applies only its first N patches.
 #
 # GATE=on writes a copy whose StatusSource feature gate defaults to on
 # (the test tiers use it); GATE=off (the default) leaves it off, as the
@@ -74,6 +74,13 @@ patches=("$here"/patches/*.patch)
 if [ "${NOPATCH:-}" = 1 ]; then
   # The unpatched baseline (olm/upstream-test.sh).
   patches=()
+elif [ -n "${PATCHES:-}" ]; then
+  # The first PATCHES patches only: each patch must build and pass on its
+  # own (olm/upstream-test.sh).
+  case "$PATCHES" in
+    ''|*[!0-9]*) echo "PATCHES=$PATCHES: want a number of patches" >&2; exit 2 ;;
+  esac
+  patches=("${patches[@]:0:$PATCHES}")
 fi
 for p in "${patches[@]}"; do
   # Exactly, no fuzz: what the tier tested is what DIR holds.
@@ -97,7 +104,7 @@ if [ "$GATE" = on ]; then
   sed -i 's/\(StatusSource: *{Default: \)false,/\1true,/' "$feature"
 fi
 printf '%s@%s with olm/patches applied, feature gate StatusSource %s by default:\n' "$MODULE" "$VERSION" "$GATE" > "$dir/$marker"
-(cd "$here/patches" && ls ./*.patch) >> "$dir/$marker"
+for p in "${patches[@]}"; do echo "./$(basename "$p")"; done >> "$dir/$marker"
 echo "patched $MODULE@$VERSION in $dir:"
 sed -n '2,$p' "$dir/$marker" | sed 's/^/  /'
 echo "use it with: replace $MODULE => $dir"
