@@ -35,10 +35,12 @@ var doomedGVR = schema.GroupVersionResource{Group: "cool.operators.corp", Versio
 // replacement on the CR's Upgradeable=False. With the default whenAbsent
 // (Allow), a CR that is gone with its CRD must not read as a CR that does
 // not exist: the patched OLM holds, with a message that names the CRD and
-// why, and keeps holding. While it holds on the unserved version, it
-// makes no discovery request and reads neither the CRD nor the CR from
-// the apiserver (the series has no discovery client and takes the CRD
-// from OLM's CRD cache): the figure beside it is the gate's runs a
+// why, and keeps holding. While it holds on the unserved version, the
+// apiserver counts no aggregated-discovery request and no read of the CRD
+// (the series has no discovery client and takes the CRD from OLM's CRD
+// cache). Requests for the unserved version of the CR, and legacy or
+// group-version discovery, are not in apiserver_request_total, so those
+// zeros do not cover them. The figure beside them is the gate's runs a
 // minute, each of which reset discovery in the series' previous revision.
 func TestNativeCRDNotServedOrDeletedHolds(t *testing.T) {
 	w := newWorld(t, "none")
