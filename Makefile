@@ -75,8 +75,9 @@ olmv1-native-test:
 olm-vendored-test:
 	GO=$(GO) OLM_GIT=$(OLM_GIT) VERSION=$(or $(VERSION),master) bash olm/vendored-test.sh
 
-## olm-native-upstream-test: OLM's own tests of every package the series touches, on the
-## patched tree (gate off, then on) and on the unpatched tree, with the count of tests run.
+## olm-native-upstream-test: OLM's own tests of every package the series touches, at once on
+## five trees (unpatched; patched, gate off and on; first patch alone, gate off and on),
+## with the count of tests run in each.
 olm-native-upstream-test:
 	GO=$(GO) bash olm/upstream-test.sh
 

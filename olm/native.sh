@@ -80,6 +80,15 @@ elif [ -n "${PATCHES:-}" ]; then
   case "$PATCHES" in
     ''|*[!0-9]*) echo "PATCHES=$PATCHES: want a number of patches" >&2; exit 2 ;;
   esac
+  PATCHES=$((10#$PATCHES))
+  if [ "$PATCHES" -eq 0 ]; then
+    echo "PATCHES=0: for OLM without the series, set NOPATCH=1" >&2
+    exit 2
+  fi
+  if [ "$PATCHES" -gt "${#patches[@]}" ]; then
+    echo "PATCHES=$PATCHES: the series has ${#patches[@]} patches" >&2
+    exit 2
+  fi
   patches=("${patches[@]:0:$PATCHES}")
 fi
 for p in "${patches[@]}"; do

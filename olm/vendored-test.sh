@@ -20,22 +20,39 @@ commit=$(git --git-dir="$OLM_GIT" rev-parse "$VERSION^{commit}")
 # A fixed directory for the revision, so that a second run finds its
 # builds in Go's build cache (they are keyed by the directory too).
 tmp="${TMPDIR:-/tmp}/olm-vendored-$commit"
-cleanup() { chmod -R u+w "$tmp" 2>/dev/null || true; rm -rf "$tmp"; }
+cleanup() { chmod -R u+w "$tmp" 2>/dev/null || true; rm -rf "$tmp" "$tmp.tar" "$tmp.err" "$tmp.known" "$tmp.absent"; }
 cleanup
 trap cleanup EXIT
 mkdir -p "$tmp"
 
 # A partial mirror may list blobs it does not hold (its largest files);
 # those are left out, and named, so that what is tested is plain.
-git --git-dir="$OLM_GIT" ls-tree -r "$commit" > "$tmp.tree"
+# Every path of a missing blob is left out (one blob can sit at several).
+git --git-dir="$OLM_GIT" ls-tree -r "$commit" | awk '$2 == "blob" { print $3 }' | sort -u |
+  git --git-dir="$OLM_GIT" cat-file --batch-check='%(objectname) %(objecttype)' | awk '$2 == "missing" { print $1 }' > "$tmp.absent"
 missing=()
-while read -r obj; do
-  path=$(awk -v o="$obj" '$3 == o { sub(/^[^\t]*\t/, ""); print; exit }' "$tmp.tree")
-  missing+=(":(exclude)$path")
-  echo "not in $OLM_GIT, left out: $path"
-done < <(awk '$2 == "blob" { print $3 }' "$tmp.tree" | git --git-dir="$OLM_GIT" cat-file --batch-check='%(objectname) %(objecttype)' | awk '$2 == "missing" { print $1 }')
-rm -f "$tmp.tree"
-git --git-dir="$OLM_GIT" archive "$commit" -- . "${missing[@]}" 2>/dev/null | tar -x -C "$tmp"
+if [ -s "$tmp.absent" ]; then
+  while IFS= read -r -d '' entry; do
+    meta=${entry%%$'\t'*}
+    path=${entry#*$'\t'}
+    if grep -qxF "${meta##* }" "$tmp.absent"; then
+      missing+=(":(exclude,literal)$path")
+      echo "not in $OLM_GIT, left out: $path"
+    fi
+  done < <(git --git-dir="$OLM_GIT" ls-tree -rz "$commit")
+fi
+rm -f "$tmp.absent"
+if ! git --git-dir="$OLM_GIT" archive "$commit" -- . ${missing[@]+"${missing[@]}"} > "$tmp.tar" 2> "$tmp.err"; then
+  cat "$tmp.err" >&2
+  echo "git archive of $commit failed" >&2
+  exit 1
+fi
+# git archive still looks up the blobs it leaves out, and says they are
+# invalid; what else it says is shown.
+for m in ${missing[@]+"${missing[@]}"}; do printf "for '%s'\n" "${m#:(exclude,literal)}"; done > "$tmp.known"
+grep -vF -f "$tmp.known" "$tmp.err" >&2 || true
+tar -x -C "$tmp" -f "$tmp.tar"
+rm -f "$tmp.tar" "$tmp.err" "$tmp.known"
 
 run() { # label
   local label=$1 start status log="$tmp/.log"
