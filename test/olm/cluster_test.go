@@ -23,6 +23,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +75,64 @@ type Cluster struct {
 	Kubeconfig string
 	// Started is how long the server and OLM took to be ready.
 	Started time.Duration
+	// OLMRequests counts the requests OLM sends with its own identity,
+	// on OLM's side of the wire: the apiserver's own metric leaves out
+	// some of them (requests for a CRD's version it does not serve,
+	// legacy and group-version discovery). The clients OLM attenuates to
+	// an OperatorGroup's service account are not counted: OLM builds
+	// them with rest.AnonymousClientConfig (pkg/lib/scoped/attenuator.go),
+	// which drops the round tripper that counts.
+	OLMRequests *requestCounter
 }
+
+// requestCounter counts the requests of the clients whose config it
+// wraps, by method and URL path.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *requestCounter) wrap(config *rest.Config) *rest.Config {
+	out := rest.CopyConfig(config)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			r.mu.Lock()
+			r.n[req.Method+" "+req.URL.Path]++
+			r.mu.Unlock()
+			return rt.RoundTrip(req)
+		})
+	})
+	return out
+}
+
+// snapshot is a copy of the counts so far.
+func (r *requestCounter) snapshot() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.n))
+	for k, v := range r.n {
+		out[k] = v
+	}
+	return out
+}
+
+// since is the number of requests, sent after s0 was taken, whose
+// "METHOD PATH" match says yes to.
+func (r *requestCounter) since(s0 map[string]int, match func(method, path string) bool) (n int, seen []string) {
+	for k, v := range r.snapshot() {
+		method, path, _ := strings.Cut(k, " ")
+		if d := v - s0[k]; d > 0 && match(method, path) {
+			n += d
+			seen = append(seen, fmt.Sprintf("%s (%d)", k, d))
+		}
+	}
+	sort.Strings(seen)
+	return n, seen
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 var (
 	once     sync.Once
@@ -221,8 +279,10 @@ func (c *Cluster) startOLM(ctx context.Context) error {
 		return err
 	}
 	ctrl.SetLogger(logr.Discard())
+	c.OLMRequests = &requestCounter{n: map[string]int{}}
+	olmConfig := c.OLMRequests.wrap(c.Config)
 	skip := true
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+	mgr, err := ctrl.NewManager(olmConfig, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: &skip}})
 	if err != nil {
 		return fmt.Errorf("controller manager: %w", err)
@@ -247,16 +307,16 @@ func (c *Cluster) startOLM(ctx context.Context) error {
 		}
 	}()
 
-	validating := olmClientConfig(c.Config, mgr.GetScheme())
+	validating := olmClientConfig(olmConfig, mgr.GetScheme())
 	opClient, err := operatorclient.NewClientFromRestConfig(validating)
 	if err != nil {
 		return err
 	}
-	crClient, err := versioned.NewForConfig(c.Config)
+	crClient, err := versioned.NewForConfig(olmConfig)
 	if err != nil {
 		return err
 	}
-	metadataClient, err := metadata.NewForConfig(c.Config)
+	metadataClient, err := metadata.NewForConfig(olmConfig)
 	if err != nil {
 		return err
 	}

@@ -15,13 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // elsewhere is how many CRs of the status source's kind TestNativeLoad
-// makes in other namespaces while the status-source informers run: with
-// the status source, 10,001 objects of the kind, of which an informer
-// must hold one.
+// makes beside it, in the CSV's own namespace and ten others, while the
+// status-source informers run: with the status source, 10,001 objects of
+// the kind, of which an informer must hold one.
 const elsewhere = 10000
 
 // TestNativeLoad is the apiserver load of the patched OLM's gate while it
@@ -41,7 +40,8 @@ const elsewhere = 10000
 // The informer watches one object (a metadata.name field selector in the
 // CSV's namespace), so neither its cache nor its events grow with the
 // other CRs of the kind: once v2 is released and OLM is quiet, the test
-// makes elsewhere CRs in other namespaces and requires that no watch
+// makes elsewhere CRs in the CSV's namespace (where only the field
+// selector keeps them out) and in ten others, and requires that no watch
 // event of the kind but the apiserver's periodic bookmarks reached any
 // watcher (apiserver_watch_events_total), and logs the live heap across
 // them.
@@ -86,7 +86,7 @@ func TestNativeLoad(t *testing.T) {
 	}
 
 	// The release, counted too: an Allow is read again from the
-	// apiserver before OLM acts on it (olm/patches 0004), a GET or a few
+	// apiserver before OLM acts on it (olm/patches 0001), a GET or a few
 	// (the queue may run the gate again before v2's new phase is in
 	// OLM's cache). OLM is quiet again once v1 is gone.
 	r0 := scrapeLoad(t, w.c)
@@ -101,16 +101,17 @@ func TestNativeLoad(t *testing.T) {
 	w.waitCSV(v2, operatorsv1alpha1.CSVPhaseSucceeded, "")
 	w.waitCSVGone(v1)
 
-	// CRs of the kind elsewhere, with the informer running: it watches
-	// one object, so none of their events reaches it (nor any other
-	// status-source informer: each watches its own object).
+	// CRs of the kind elsewhere, in the status source's namespace too,
+	// with the informer running: it watches one object, so none of their
+	// events reaches it (nor any other status-source informer: each
+	// watches its own object).
 	if !csvQueueQuiet(t, w, 30*time.Second) {
 		logLoad(t, "heap: OLM's CSV queue stays busy (a replacement of an earlier test is held): the heap is too noisy to measure")
 	}
 	h1 := liveHeap()
 	events := scrapeLoad(t, w.c).watchEvents[coolGVR.Resource]
 	begin := time.Now()
-	w.crsElsewhere("b", elsewhere)
+	nss := w.crsElsewhere("b", elsewhere)
 	made := time.Since(begin)
 	time.Sleep(2 * time.Second)
 	h2 := liveHeap()
@@ -122,11 +123,12 @@ func TestNativeLoad(t *testing.T) {
 	// a bookmark about once a minute and one before its timeout
 	// (pkg/storage/cacher/cache_watcher.go, nextBookmarkTime). So the
 	// bound is the open watches' bookmarks; a watcher of the kind, or of
-	// any one of the ten namespaces, would be sent at least 2*elsewhere/10
-	// events (each CR's create and status update).
+	// any one of the namespaces (the status source's among them), would
+	// be sent at least 2*elsewhere/len(nss) events (each CR's create and
+	// status update).
 	watchers := openWatches(after.open, coolGVR.Resource)
 	bookmarks := watchers * (2 + math.Ceil(time.Since(begin).Minutes()))
-	require.Less(t, bookmarks, float64(2*elsewhere/10), "the bound must stay below what one watcher of a namespace is sent")
+	require.Less(t, bookmarks, float64(2*elsewhere/len(nss)), "the bound must stay below what one watcher of a namespace is sent")
 	assert.LessOrEqual(t, got, bookmarks, "no watch event of the %d CRs made elsewhere reached a watcher, only bookmarks (at most %g for %g watches): the status-source informers watch one object each", elsewhere, bookmarks, watchers)
 	logLoad(t, fmt.Sprintf("heap: %d CRs of the kind made elsewhere in %s with the status-source informers running: %g watch events sent; live heap %.1f MiB before, %.1f MiB after (the apiserver's watch cache and etcd hold them in this process; the informers do not)",
 		elsewhere, made.Round(time.Millisecond), got, mib(h1), mib(h2)))
@@ -136,11 +138,12 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
 // crsElsewhere makes n CRs of the status source's kind, with an
 // Upgradeable condition in their status as an operator writes it, spread
-// over ten new namespaces, and deletes them when the test ends.
+// over the world's namespace and ten new ones, and deletes them when the
+// test ends. It returns the namespaces.
 func (w *world) crsElsewhere(tag string, n int) []string {
 	w.t.Helper()
 	ctx := context.Background()
-	var nss []string
+	nss := []string{w.ns}
 	for i := 0; i < 10; i++ {
 		ns, err := w.c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "load-" + tag + "-"}}, metav1.CreateOptions{})
 		require.NoError(w.t, err)
@@ -148,7 +151,7 @@ func (w *world) crsElsewhere(tag string, n int) []string {
 	}
 	w.t.Cleanup(func() {
 		for _, ns := range nss {
-			assert.NoError(w.t, w.c.Dyn.Resource(coolGVR).Namespace(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}))
+			assert.NoError(w.t, w.c.Dyn.Resource(coolGVR).Namespace(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: loadLabel + "=" + tag}))
 		}
 	})
 	jobs := make(chan int)
@@ -159,7 +162,7 @@ func (w *world) crsElsewhere(tag string, n int) []string {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				errs <- w.crElsewhere(ctx, nss[i%len(nss)], fmt.Sprintf("cool-operator-%s-%d", tag, i))
+				errs <- w.crElsewhere(ctx, nss[i%len(nss)], fmt.Sprintf("cool-operator-%s-%d", tag, i), tag)
 			}
 		}()
 	}
@@ -175,18 +178,9 @@ func (w *world) crsElsewhere(tag string, n int) []string {
 	return nss
 }
 
-func (w *world) crElsewhere(ctx context.Context, ns, name string) error {
-	res := w.c.Dyn.Resource(coolGVR).Namespace(ns)
-	obj := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": coolGVR.GroupVersion().String(), "kind": "CoolOperator",
-		"metadata": map[string]interface{}{"name": name, "namespace": ns}, "spec": map[string]interface{}{"storageLayer": "PostgreSQL"}}}
-	out, err := res.Create(ctx, obj, metav1.CreateOptions{FieldManager: "kubectl-create"})
-	if err != nil {
-		return err
-	}
-	out.Object["status"] = map[string]interface{}{"conditions": []interface{}{map[string]interface{}{
-		"type": "Upgradeable", "status": "True", "reason": "Idle", "message": "Idle", "observedGeneration": out.GetGeneration(),
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}}
-	_, err = res.UpdateStatus(ctx, out, metav1.UpdateOptions{FieldManager: "cool-operator"})
-	return err
+// loadLabel marks the CRs crsElsewhere makes, with its tag.
+const loadLabel = "statuscheck.test/load"
+
+func (w *world) crElsewhere(ctx context.Context, ns, name, tag string) error {
+	return w.crReporting(ctx, coolGVR, "CoolOperator", ns, name, map[string]interface{}{loadLabel: tag}, "True", "Idle")
 }
