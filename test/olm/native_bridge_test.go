@@ -104,10 +104,15 @@ func (w *world) holdsAtOnce(csv, message string) {
 func (w *world) keepsHolding(csv, message string, d time.Duration) {
 	w.t.Helper()
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		phase, reason, msg := w.csvMessage(csv)
-		if phase+"/"+reason != heldPhase || msg != message {
-			w.t.Fatalf("%s is %s/%s (%s), not held on %q; CSVs: %s", csv, phase, reason, msg, message, w.describeCSVs())
-		}
+		w.heldOn(csv, message)
+	}
+}
+
+// heldOn fails unless csv is held (heldPhase) on exactly message.
+func (w *world) heldOn(csv, message string) {
+	w.t.Helper()
+	if phase, reason, msg := w.csvMessage(csv); phase+"/"+reason != heldPhase || msg != message {
+		w.t.Fatalf("%s is %s/%s (%s), not held on %q; CSVs: %s", csv, phase, reason, msg, message, w.describeCSVs())
 	}
 }
 

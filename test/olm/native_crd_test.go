@@ -160,13 +160,6 @@ func (w *world) pokedHolding(csv, message string, d time.Duration) {
 	w.heldOn(csv, message)
 }
 
-func (w *world) heldOn(csv, message string) {
-	w.t.Helper()
-	if phase, reason, msg := w.csvMessage(csv); phase+"/"+reason != heldPhase || msg != message {
-		w.t.Fatalf("%s is %s/%s (%s), not held on %q; CSVs: %s", csv, phase, reason, msg, message, w.describeCSVs())
-	}
-}
-
 // olmRequests are the requests OLM sent since a snapshot, by what they
 // read.
 type olmRequests struct {
