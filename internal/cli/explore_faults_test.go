@@ -74,3 +74,46 @@ func TestMaskMeasured(t *testing.T) {
 	assert.NotEqual(t, maskMeasured(row("1647031", "27.1 s", "60,774")), maskMeasured(row("1647032", "27.1 s", "60,774")))
 	assert.Equal(t, "| `none` | none | olm | 905, 16 | `upgrade-while-blocked` (3) |", maskMeasured("| `none` | none | olm | 905, 16 | `upgrade-while-blocked` (3) |"))
 }
+
+// TestExploreStartUpFlag: --start-up starts the search in the bridge's
+// start-up window. A spec request the bridge serves has no violation at
+// the default depth; from the empty OperatorCondition OLM made, OLM lets
+// the upgrade through with no answer to its request (exit 1). It goes
+// with --explore and the bridge only.
+func TestExploreStartUpFlag(t *testing.T) {
+	base := []string{"simulate", "--explore", "--bridge", "--bundle", "testdata/bundles/handshake/request-spec"}
+	code, text, stderr := run(t, base...)
+	require.Equal(t, 0, code, "%s%s", text, stderr)
+	assert.NotContains(t, text, "start-up window")
+
+	code, text, stderr = run(t, append(append([]string(nil), base...), "--start-up")...)
+	require.Equal(t, 1, code, "%s%s", text, stderr)
+	assert.Contains(t, text, "start-up window: the traces start before the bridge's first entry")
+	assert.Contains(t, text, "unacknowledged-upgrade")
+
+	code, stdout, _ := run(t, append(append([]string(nil), base...), "--start-up", "-o", "json")...)
+	require.Equal(t, 1, code)
+	var out struct {
+		StartUp bool `json:"startUp"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+	assert.True(t, out.StartUp)
+
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{name: "without the bridge", args: []string{"simulate", "--explore", "--bundle", "testdata/bundles/handshake/none", "--start-up"},
+			stderr: "--start-up is the bridge's start-up window: it goes with --bridge"},
+		{name: "without --explore", args: []string{"simulate", "--start-up", "testdata/traces/seed.yaml"},
+			stderr: "go with --explore"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tt.args...)
+			assert.Equal(t, 2, code)
+			assert.Empty(t, stdout)
+			assert.Contains(t, stderr, tt.stderr)
+		})
+	}
+}

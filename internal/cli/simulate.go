@@ -32,6 +32,7 @@ type simulateFlags struct {
 	explore                bool
 	bridge                 bool
 	faults                 string
+	startUp                bool
 	depth                  int
 	timeout                time.Duration
 	counterexamples        string
@@ -126,8 +127,8 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 			if f.source != "" && f.crdFile == "" {
 				return usagef("--source needs --crd: the CRD of the object it names")
 			}
-			if cmd.Flags().Changed("depth") || f.counterexamples != "" || cmd.Flags().Changed("timeout") || cmd.Flags().Changed("faults") {
-				return usagef("--depth, --timeout, --faults and --write-counterexamples go with --explore")
+			if cmd.Flags().Changed("depth") || f.counterexamples != "" || cmd.Flags().Changed("timeout") || cmd.Flags().Changed("faults") || f.startUp {
+				return usagef("--depth, --timeout, --faults, --start-up and --write-counterexamples go with --explore")
 			}
 			code, err := a.runSimulate(args[0], f)
 			if err != nil {
@@ -146,6 +147,7 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 	fl.BoolVar(&f.explore, "explore", false, "search every interleaving of the lock protocol instead of replaying a trace")
 	fl.BoolVar(&f.bridge, "bridge", false, "statuscheck bridge writes the OperatorCondition and OLM reads it (today's OLM; a trace can say so itself with bridge: true)")
 	fl.StringVar(&f.faults, "faults", "", "--explore --bridge: `FAULTS`, the actors that broke the bridge, comma-separated: "+strings.Join(explore.FaultNames(), ", ")+", or all")
+	fl.BoolVar(&f.startUp, "start-up", false, "--explore --bridge: start in the start-up window, where OLM has made the running version's OperatorCondition empty and its bridge has not written yet")
 	fl.IntVar(&f.depth, "depth", explore.DefaultDepth, "--explore: `N`, the most steps a trace may take")
 	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this `DURATION` (0: no limit), reporting what was found")
 	fl.StringVar(&f.counterexamples, "write-counterexamples", "", "--explore: write each violation's shortest trace into the directory `DIR`")
@@ -322,9 +324,11 @@ type exploreJSON struct {
 	Bridge            bool   `json:"bridge,omitempty"`
 	// BridgeFrom says who put the bridge in the model: "bundle" (the
 	// CSV declares it, sidecar.AnnotationKey) or "--bridge".
-	BridgeFrom string              `json:"bridgeFrom,omitempty"`
-	Faults     []string            `json:"faults,omitempty"`
-	Results    []exploreResultJSON `json:"results"`
+	BridgeFrom string   `json:"bridgeFrom,omitempty"`
+	Faults     []string `json:"faults,omitempty"`
+	// StartUp: the traces start in the start-up window (--start-up).
+	StartUp bool                `json:"startUp,omitempty"`
+	Results []exploreResultJSON `json:"results"`
 }
 
 type exploreResultJSON struct {
@@ -369,6 +373,10 @@ func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
 	if faults != 0 {
 		out.Faults = faults.List()
 	}
+	if f.startUp && !out.Bridge {
+		return 0, usagef("--start-up is the bridge's start-up window: it goes with --bridge (%s declares none)", sctx.From)
+	}
+	out.StartUp = f.startUp
 	var text bytes.Buffer
 	if f.output.value == "text" {
 		fmt.Fprintf(&text, "explore: %s\nstatus subresource: %s; depth limit %d\n", out.Source,
@@ -382,6 +390,9 @@ func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
 		if faults != 0 {
 			fmt.Fprintf(&text, "bridge faults: %s\n", strings.ReplaceAll(faults.String(), ",", ", "))
 		}
+		if f.startUp {
+			fmt.Fprintf(&text, "start-up window: the traces start before the bridge's first entry, on the empty OperatorCondition OLM made\n")
+		}
 	}
 	code := result.ExitOK
 	for _, p := range pols {
@@ -393,7 +404,7 @@ func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
 			ctx, cancel = gocontext.WithTimeout(ctx, f.timeout)
 			defer cancel()
 		}
-		res, err := explore.Run(ctx, cfg, explore.Options{Depth: f.depth, Progress: a.progress(string(p)), Example: sctx.Example, Faults: faults})
+		res, err := explore.Run(ctx, cfg, explore.Options{Depth: f.depth, Progress: a.progress(string(p)), Example: sctx.Example, Faults: faults, StartUp: f.startUp})
 		a.clearProgress()
 		if err != nil {
 			switch out.BridgeFrom {

@@ -413,6 +413,24 @@ func (m *model) bridgeStart(cr map[string]interface{}) (map[string]interface{}, 
 	return oc, nil
 }
 
+// emptyOperatorCondition is the OperatorCondition OLM makes for a CSV
+// that has just succeeded (its OperatorCondition generator: no
+// spec.conditions), with OLM's copy of that into status: where the traces
+// start in the start-up window (Options.StartUp).
+func emptyOperatorCondition() (map[string]interface{}, error) {
+	oc := map[string]interface{}{
+		"apiVersion": simulate.OperatorConditionAPIVersion, "kind": simulate.OperatorConditionKind,
+		"metadata": map[string]interface{}{"name": runningCSV, "generation": int64(1)},
+		"spec":     map[string]interface{}{},
+	}
+	status, _, err := simulate.SyncOperatorConditionStatus(oc, simulate.Epoch)
+	if err != nil {
+		return nil, err
+	}
+	oc["status"] = status
+	return oc, nil
+}
+
 // The faults' writes.
 
 // ocConditions is the OperatorCondition's spec.conditions.

@@ -92,6 +92,13 @@ type Options struct {
 	// catch up), so what is found is the bridge's decision itself. OLM's
 	// own race between its check and the replacement stays.
 	SettledChecks bool
+	// StartUp starts the traces in the start-up window (docs/bridge.md):
+	// the version that runs has just succeeded, OLM has made its
+	// OperatorCondition empty, and its bridge has not written its first
+	// entry. An empty OperatorCondition allows, and OLM does not wait for
+	// that entry: until it is written, OLM checks even with
+	// SettledChecks. Only with Config.Bridge.
+	StartUp bool
 }
 
 // DefaultDepth finishes in well under a second for every handshake of the
@@ -377,7 +384,11 @@ func (m *model) start(example map[string]interface{}) (cr, oc map[string]interfa
 		if src.Mode() == v1alpha1.HandshakeOperatorCondition {
 			return nil, nil, change, fmt.Errorf("the bridge writes the OperatorCondition in the operator's stead: explore it with a None or RequestAck handshake, not OperatorCondition")
 		}
-		oc, err = m.bridgeStart(cr)
+		if m.opts.StartUp {
+			oc, err = emptyOperatorCondition()
+		} else {
+			oc, err = m.bridgeStart(cr)
+		}
 		return cr, oc, change, err
 	}
 	if src.Mode() == v1alpha1.HandshakeOperatorCondition {
@@ -468,6 +479,9 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Result, error) {
 	}
 	if opts.Faults != 0 && !cfg.Bridge {
 		return nil, fmt.Errorf("explore: the faults (%s) are the bridge's: explore them with the bridge", opts.Faults)
+	}
+	if opts.StartUp && !cfg.Bridge {
+		return nil, fmt.Errorf("explore: the start-up window is the bridge's (its first entry): explore it with the bridge")
 	}
 	start := time.Now()
 	withMemo := *cfg
@@ -755,7 +769,9 @@ func (m *model) moves(n *node, out []move) []move {
 		settled = false
 		add(Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition})
 	}
-	olmMay := settled || !m.opts.SettledChecks
+	// In the start-up window OLM reads an OperatorCondition the bridge has
+	// not written yet, settled or not.
+	olmMay := settled || !m.opts.SettledChecks || (m.opts.StartUp && len(ocConditions(s.OC)) == 0)
 	// OLM.
 	switch {
 	case a.approved:

@@ -45,11 +45,17 @@ func exploreWith(t testing.TB, dir string, p contract.Policy, depth int, bridge 
 
 // exploreWithFaults is exploreWith with the bridge's faults.
 func exploreWithFaults(t testing.TB, dir string, p contract.Policy, depth int, bridge bool, faults Faults) (*Config, *Result) {
+	return exploreWithOptions(t, dir, p, bridge, Options{Depth: depth, Faults: faults})
+}
+
+// exploreWithOptions explores the bundle in dir under policy p, with the
+// bridge or without, and the options given.
+func exploreWithOptions(t testing.TB, dir string, p contract.Policy, bridge bool, opts Options) (*Config, *Result) {
 	ctx, err := source.FromBundle(dir)
 	require.NoError(t, err)
 	cfg := simulate.ContextConfig(ctx, []contract.Policy{p}, p)
 	cfg.Bridge = bridge
-	res, err := Run(context.Background(), cfg, Options{Depth: depth, Faults: faults})
+	res, err := Run(context.Background(), cfg, opts)
 	require.NoError(t, err)
 	return cfg, res
 }
@@ -166,10 +172,11 @@ func TestCounterexamplesReplay(t *testing.T) {
 	testutil.Long(t)
 	count := 0
 	type run struct {
-		bundle string
-		bridge bool
-		faults Faults
-		depth  int
+		bundle  string
+		bridge  bool
+		faults  Faults
+		startUp bool
+		depth   int
 	}
 	var runs []run
 	for _, b := range []string{"none", "operatorcondition", "request-spec", "request-annotation", "request-annotation-ack"} {
@@ -180,7 +187,9 @@ func TestCounterexamplesReplay(t *testing.T) {
 				// admin's and the operator's OperatorCondition writes
 				// with their field managers, the CR made again), at a
 				// depth that keeps this test to seconds.
-				run{bundle: b, bridge: true, faults: AllFaults, depth: 10})
+				run{bundle: b, bridge: true, faults: AllFaults, depth: 10},
+				// The start-up window's empty OperatorCondition.
+				run{bundle: b, bridge: true, startUp: true, depth: 8})
 		}
 	}
 	for _, r := range runs {
@@ -191,8 +200,11 @@ func TestCounterexamplesReplay(t *testing.T) {
 		if r.faults != 0 {
 			b += "+faults"
 		}
+		if r.startUp {
+			b += "+startup"
+		}
 		for _, p := range contract.Policies() {
-			cfg, res := exploreWithFaults(t, handshakeBundle(r.bundle), p, r.depth, r.bridge, r.faults)
+			cfg, res := exploreWithOptions(t, handshakeBundle(r.bundle), p, r.bridge, Options{Depth: r.depth, Faults: r.faults, StartUp: r.startUp})
 			dir := t.TempDir()
 			files, err := WriteCounterexamples(dir, cfg, res)
 			require.NoError(t, err)
@@ -594,4 +606,54 @@ func TestMemoChangesNothing(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestExploreStartUpWindow is the start-up window in the model
+// (docs/bridge.md): the traces start where OLM has made the running
+// version's OperatorCondition empty and its bridge has not written yet.
+// OLM does not wait for that first entry, so even a slow OLM against a
+// quick bridge (SettledChecks), under which the bridge's decisions leave
+// only OLM's own race between its check and the replacement, lets an
+// upgrade through on the empty OperatorCondition: a spec change the
+// operator has not reconciled, then OLM's check, under every handshake
+// the bridge serves; under RequestAck, with no answer at all.
+func TestExploreStartUpWindow(t *testing.T) {
+	tests := []struct {
+		name    string
+		bundle  string
+		startUp bool
+		want    []string // the rules found
+		// shortest is the first counterexample's steps, as actor verb.
+		shortest []string
+	}{
+		{name: "freshness, the bridge has written", bundle: "none",
+			want: []string{simulate.RuleUpgradeWhileBlocked}, shortest: []string{"olm check", "user update", "bridge update", "olm updateStatus", "olm upgrade"}},
+		{name: "freshness, in the window", bundle: "none", startUp: true,
+			want: []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked}, shortest: []string{"user update", "olm check"}},
+		{name: "spec request, the bridge has written", bundle: "request-spec"},
+		{name: "spec request, in the window", bundle: "request-spec", startUp: true,
+			want:     []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked, simulate.RuleUnacknowledgedUpgrade},
+			shortest: []string{"user update", "olm check"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, res := exploreWithOptions(t, handshakeBundle(tt.bundle), contract.PolicyOLM, true, Options{Depth: DefaultDepth, SettledChecks: true, StartUp: tt.startUp})
+			assert.ElementsMatch(t, tt.want, rules(res))
+			if tt.shortest == nil {
+				return
+			}
+			var got []string
+			for _, st := range res.Counterexamples[0].Steps {
+				got = append(got, string(st.Actor)+" "+string(st.Verb))
+			}
+			assert.Equal(t, tt.shortest, got)
+		})
+	}
+	t.Run("only with the bridge", func(t *testing.T) {
+		ctx, err := source.FromBundle(handshakeBundle("none"))
+		require.NoError(t, err)
+		cfg := simulate.ContextConfig(ctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
+		_, err = Run(context.Background(), cfg, Options{Depth: 4, StartUp: true})
+		assert.ErrorContains(t, err, "the start-up window is the bridge's")
+	})
 }

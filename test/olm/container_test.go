@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,13 @@ func image(t *testing.T) string {
 // reads them, the probes polled, SIGTERM with the pod's grace period).
 func (w *world) sidecarPod(probePeriod time.Duration) *kubelet.Container {
 	w.t.Helper()
+	return w.sidecarPodOf(v1, probePeriod)
+}
+
+// sidecarPodOf is sidecarPod for the Deployment as OLM made it for the
+// CSV named csv (OLM's OPERATOR_CONDITION_NAME is csv).
+func (w *world) sidecarPodOf(csv string, probePeriod time.Duration) *kubelet.Container {
+	w.t.Helper()
 	ctx := context.Background()
 	decl, err := sidecar.Declared(w.csv)
 	require.NoError(w.t, err)
@@ -62,10 +70,10 @@ func (w *world) sidecarPod(probePeriod time.Duration) *kubelet.Container {
 	i := slices.IndexFunc(dep.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == decl.Container })
 	require.GreaterOrEqual(w.t, i, 0)
 	ctr := dep.Spec.Template.Spec.Containers[i]
-	require.True(w.t, slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == bridge.EnvOperatorConditionName && e.Value == v1 }),
-		"OLM injected %s into the sidecar", bridge.EnvOperatorConditionName)
+	require.True(w.t, slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == bridge.EnvOperatorConditionName && e.Value == csv }),
+		"OLM injected %s=%s into the sidecar", bridge.EnvOperatorConditionName, csv)
 
-	pod := kubelet.FromTemplate(w.ns, dep.Name+"-0", dep.Spec.Template)
+	pod := kubelet.FromTemplate(w.ns, dep.Name+"-"+csv, dep.Spec.Template)
 	tr, err := w.c.Kube.CoreV1().ServiceAccounts(w.ns).CreateToken(ctx, pod.ServiceAccountName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}, metav1.CreateOptions{})
 	require.NoError(w.t, err, "a token of the deployment's service account %s", pod.ServiceAccountName)
@@ -175,6 +183,121 @@ func TestBridgeContainerAsOLMDeploysIt(t *testing.T) {
 		"from a status write to OLM's decision on %s, %d writes: through the bridge %s, the operator writing its OperatorCondition %s: %.2fx",
 		ready.Round(time.Millisecond), firstEntry.Round(time.Millisecond), peak>>20, vmHWM, cpu.Round(time.Millisecond), time.Since(started).Round(time.Second),
 		v2, len(viaBridge), stat(viaBridge), stat(direct), ratio)
+}
+
+// TestBridgeStartUpWindow measures the start-up window on real OLM
+// v0.46.0 with the bridge as a container (docs/bridge.md, The start-up
+// window): OLM makes each new CSV's OperatorCondition empty, an empty one
+// allows, and nothing holds the next replacement until the new version's
+// bridge has written its first entry. Down a chain v1 -> v2 -> v3, a
+// poller notes, every 2 ms from the new CSV's creation, when the
+// Deployment OLM rolled to it is Available, when the CSV is Succeeded and
+// when its OperatorCondition has its first entry. The new version's
+// bridge container starts only once the stand-in has made the Deployment
+// Available (after the old one stops: the containers share the host's
+// network), the latest a kubelet could start it: a pod whose bridge has no
+// readiness probe is ready once its containers run, and a Deployment is
+// Available only after that. So on a real cluster the container runs
+// before OLM's Succeeded, and the window is at most the time from the
+// container's start to its first entry, which the test measures, beside
+// what this tier shows (Succeeded to the first entry). It fails unless
+// each new version's bridge writes the CR's decision (Upgradeable=True,
+// the CR reporting a fresh True) into its own OperatorCondition and each
+// bridge exits 0 on SIGTERM.
+func TestBridgeStartUpWindow(t *testing.T) {
+	img := image(t)
+	dir := copyBundle(t, "none")
+	out, err := exec.Command(testutil.Binary(t), "generate", "-w", "--bridge", img, dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	w := newWorldAt(t, dir)
+	decl, err := sidecar.Declared(w.csv)
+	require.NoError(t, err)
+	w.running(false)
+	prev := w.sidecarPodOf(v1, time.Second)
+	w.waitOCSpec(v1, metav1.ConditionTrue, bridge.ReasonUpgradeable)
+
+	ctx := context.Background()
+	rolled := func(to string) bool {
+		dep, err := w.c.Kube.AppsV1().Deployments(w.ns).Get(ctx, decl.Deployment, metav1.GetOptions{})
+		if err != nil || dep.Status.ObservedGeneration < dep.Generation || dep.Status.AvailableReplicas < 1 {
+			return false
+		}
+		return slices.ContainsFunc(dep.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
+			return c.Name == decl.Container && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+				return e.Name == bridge.EnvOperatorConditionName && e.Value == to
+			})
+		})
+	}
+	var report []string
+	for _, step := range []struct{ from, to, version string }{{v1, v2, "0.2.0"}, {v2, v3, "0.3.0"}} {
+		// One poller, every 2 ms from the new CSV's creation, notes when
+		// each moment is first seen: the Deployment OLM rolled to the new
+		// CSV made Available, the CSV Succeeded, the first entry.
+		var mu sync.Mutex
+		var available, succeeded, entry time.Duration
+		emptyAtSucceeded := false
+		seen := func() (a, s, e time.Duration) { mu.Lock(); defer mu.Unlock(); return available, succeeded, entry }
+		begun := time.Now()
+		w.installCSV(step.to, step.version, step.from)
+		pollCtx, stopPolling := context.WithTimeout(ctx, 90*time.Second)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = wait.PollUntilContextCancel(pollCtx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
+				a, s, e := seen()
+				if a == 0 && rolled(step.to) {
+					a = time.Since(begun)
+				}
+				if s == 0 {
+					if phase, _ := w.csvPhase(step.to); phase == string(operatorsv1alpha1.CSVPhaseSucceeded) {
+						s = time.Since(begun)
+						mu.Lock()
+						emptyAtSucceeded = len(w.entries(step.to)) == 0
+						mu.Unlock()
+					}
+				}
+				if e == 0 && len(w.entries(step.to)) > 0 {
+					e = time.Since(begun)
+				}
+				mu.Lock()
+				available, succeeded, entry = a, s, e
+				mu.Unlock()
+				return a > 0 && s > 0 && e > 0, nil
+			})
+		}()
+		w.waitUntil("OLM to roll "+decl.Deployment+" to "+step.to+" and the stand-in to make it Available", 90*time.Second, func() bool {
+			a, _, _ := seen()
+			return a > 0
+		})
+		// The rollout ends: the old pod goes. (It goes first here: the
+		// containers share the host's network, so two bridges cannot
+		// both listen; the new bridge's start does not depend on it.)
+		code, err := prev.Stop()
+		require.NoError(t, err)
+		assert.Equal(t, 0, code, "%s's bridge exits 0 on SIGTERM; logs:\n%s", step.from, prev.Logs())
+
+		starting := time.Since(begun)
+		c := w.sidecarPodOf(step.to, time.Second)
+		running := time.Since(begun)
+		prev = c
+		<-done
+		stopPolling()
+		available, succeeded, entry = seen()
+		require.True(t, succeeded > 0 && entry > 0, "%s Succeeded and its bridge's first entry; CSVs: %s; logs:\n%s", step.to, w.describeCSVs(), c.Logs())
+		got := w.entries(step.to)[0]
+		assert.Equal(t, metav1.ConditionTrue, got.Status, "%s's bridge wrote the CR's decision", step.to)
+		assert.Equal(t, bridge.ReasonUpgradeable, got.Reason)
+		ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+		report = append(report, fmt.Sprintf("%s, from the CSV's creation: Available %s, Succeeded %s (OLM's Succeeded on an empty OperatorCondition: %t); "+
+			"the bridge's container: podman run began %s and returned %s, the first entry %s; "+
+			"the first entry came %s after podman run returned and %s after it began (the window's bound on a real cluster), %s after Succeeded here",
+			step.to, ms(available), ms(succeeded), emptyAtSucceeded, ms(starting), ms(running), ms(entry),
+			ms(entry-running), ms(entry-starting), ms(entry-succeeded)))
+	}
+	code, err := prev.Stop()
+	require.NoError(t, err)
+	assert.Equal(t, 0, code, "the last bridge exits 0 on SIGTERM; logs:\n%s", prev.Logs())
+	t.Logf("the start-up window:\n  %s", strings.Join(report, "\n  "))
 }
 
 // decisionLatency holds v2 in Pending and times each of 20 writes (write
