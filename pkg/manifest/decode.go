@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
-	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
 )
 
 // DecodeInto decodes the document into a typed object (a CSV, a CRD) with
@@ -26,13 +26,13 @@ func DecodeInto(doc *Document, into interface{}) (err error) {
 	if obj == nil {
 		return &Error{Pos: doc.Pos(), Msg: "not a YAML mapping"}
 	}
-	cerr := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into)
-	if cerr == nil {
-		return nil
-	}
 	data, merr := json.Marshal(obj)
 	if merr != nil {
-		return &Error{Pos: doc.Pos(), Msg: cerr.Error()}
+		return &Error{Pos: doc.Pos(), Msg: merr.Error()}
+	}
+	cerr := kjson.UnmarshalCaseSensitivePreserveInts(data, into)
+	if cerr == nil {
+		return nil
 	}
 	jerr := json.Unmarshal(data, into)
 	var ute *json.UnmarshalTypeError
