@@ -60,6 +60,15 @@ func exploreWithOptions(t testing.TB, dir string, p contract.Policy, bridge bool
 	return cfg, res
 }
 
+// steps lists a counterexample's steps as "actor verb".
+func steps(c Counterexample) []string {
+	var out []string
+	for _, st := range c.Steps {
+		out = append(out, string(st.Actor)+" "+string(st.Verb))
+	}
+	return out
+}
+
 func rules(res *Result) []string {
 	var out []string
 	for _, c := range res.Counterexamples {
@@ -273,11 +282,7 @@ func TestExploreWithTheBridge(t *testing.T) {
 			if tt.shortest == nil {
 				return
 			}
-			var got []string
-			for _, st := range res.Counterexamples[0].Steps {
-				got = append(got, string(st.Actor)+" "+string(st.Verb))
-			}
-			assert.Equal(t, tt.shortest, got)
+			assert.Equal(t, tt.shortest, steps(res.Counterexamples[0]))
 		})
 	}
 	t.Run("the bridge's own moves", func(t *testing.T) {
@@ -642,11 +647,7 @@ func TestExploreStartUpWindow(t *testing.T) {
 			if tt.shortest == nil {
 				return
 			}
-			var got []string
-			for _, st := range res.Counterexamples[0].Steps {
-				got = append(got, string(st.Actor)+" "+string(st.Verb))
-			}
-			assert.Equal(t, tt.shortest, got)
+			assert.Equal(t, tt.shortest, steps(res.Counterexamples[0]))
 		})
 	}
 	t.Run("only with the bridge", func(t *testing.T) {

@@ -95,6 +95,17 @@ func (w *world) sidecarPodOf(csv string, probePeriod time.Duration) *kubelet.Con
 	return c
 }
 
+// bridgedWorld is a world for a copy of the freshness bundle that
+// `generate --bridge IMAGE` wrote the sidecar into, the image the
+// container tests run.
+func bridgedWorld(t *testing.T) *world {
+	t.Helper()
+	dir := copyBundle(t, "none")
+	out, err := exec.Command(testutil.Binary(t), "generate", "-w", "--bridge", image(t), dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return newWorldAt(t, dir)
+}
+
 // servingCA is what a pod's ca.crt holds for the test apiserver: the
 // certificates its serving endpoint presents (the test server's serving
 // certificate is self-signed, and the loopback client config's CA is
@@ -125,12 +136,7 @@ func servingCA(t *testing.T, addr string) []byte {
 // the same decision when the operator writes its OperatorCondition itself,
 // in the same run.
 func TestBridgeContainerAsOLMDeploysIt(t *testing.T) {
-	img := image(t)
-	dir := copyBundle(t, "none")
-	out, err := exec.Command(testutil.Binary(t), "generate", "-w", "--bridge", img, dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-
-	w := newWorldAt(t, dir)
+	w := bridgedWorld(t)
 	w.running(false)
 	started := time.Now()
 	c := w.sidecarPod(100 * time.Millisecond)
@@ -205,11 +211,7 @@ func TestBridgeContainerAsOLMDeploysIt(t *testing.T) {
 // the CR reporting a fresh True) into its own OperatorCondition and each
 // bridge exits 0 on SIGTERM.
 func TestBridgeStartUpWindow(t *testing.T) {
-	img := image(t)
-	dir := copyBundle(t, "none")
-	out, err := exec.Command(testutil.Binary(t), "generate", "-w", "--bridge", img, dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	w := newWorldAt(t, dir)
+	w := bridgedWorld(t)
 	decl, err := sidecar.Declared(w.csv)
 	require.NoError(t, err)
 	w.running(false)
