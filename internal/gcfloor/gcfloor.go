@@ -8,10 +8,12 @@
 // first goal costs two or three collections) nor the validation of a
 // bundle or two pays for collections in a process about to exit. The
 // first collection, when the process reaches Floor, turns the collector
-// on with no memory limit and GC percent After: from there on it paces as
-// it always does, with the heap let grow to five times what is live
-// instead of twice, which suits a process whose garbage is most of what it
-// allocates. Release puts back the settings the process started with
+// on at GC percent After under a soft memory limit of AfterLimit: from
+// there on it paces as it always does, with the heap let grow to five
+// times what is live instead of twice, which suits a process whose
+// garbage is most of what it allocates, but no further than AfterLimit,
+// where a large input would otherwise take more than it did at 100.
+// Release puts back the settings the process started with
 // (GOGC, default 100, and GOMEMLIMIT) at once, for the commands that run
 // long or grow large. A process started with GOGC or GOMEMLIMIT set is
 // left alone.
@@ -35,8 +37,14 @@ const Floor = 64 << 20
 // After is the GC percent of a short-lived process past Floor. Validating
 // the corpus's 27 bundles in one process (19 MB of YAML) at 100 spent
 // about a tenth of its time collecting; at 400 its peak memory grows by
-// about half (measured, docs/development.md).
+// a third to a half, and by up to twice for a few hundred bundles
+// (measured, docs/development.md).
 const After = 400
+
+// AfterLimit is the soft memory limit past Floor: below it the collector
+// paces at After, and near it as often as it takes to stay under it (or,
+// when what is live exceeds it, as often as the runtime lets it).
+const AfterLimit = 2 << 30
 
 var (
 	mu      sync.Mutex
@@ -59,23 +67,23 @@ func init() {
 		_ [16]byte
 		_ *int
 	}{}
-	runtime.SetFinalizer(sentinel, func(interface{}) { lift(After) })
+	runtime.SetFinalizer(sentinel, func(interface{}) { lift(After, AfterLimit) })
 }
 
 // Release puts back the collector's settings the process started with;
 // after the first call, or once the first collection has turned the
 // collector on, it does nothing.
-func Release() { lift(percent) }
+func Release() { lift(percent, limit) }
 
-// lift turns the collector on, the first time only: GC percent p, and the
-// memory limit the process started with.
-func lift(p int) {
+// lift turns the collector on, the first time only: GC percent p under
+// the memory limit l.
+func lift(p int, l int64) {
 	mu.Lock()
 	defer mu.Unlock()
 	if !armed {
 		return
 	}
 	armed = false
-	debug.SetMemoryLimit(limit)
+	debug.SetMemoryLimit(l)
 	debug.SetGCPercent(p)
 }

@@ -18,8 +18,8 @@ func gcPercent() int {
 
 // TestFloorLiftsAtFirstCollection: importing the package turned the
 // collector off under the Floor memory limit (the test binary imports
-// it); the first collection turns it on at GC percent After, with no
-// limit, and Release after that changes nothing.
+// it); the first collection turns it on at GC percent After under the
+// AfterLimit, and Release after that changes nothing.
 func TestFloorLiftsAtFirstCollection(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the package leaves the collector alone")
@@ -33,8 +33,8 @@ func TestFloorLiftsAtFirstCollection(t *testing.T) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if p, l := gcPercent(), debug.SetMemoryLimit(-1); p != After || l != math.MaxInt64 {
-		t.Fatalf("after the first collection: GC percent %d, memory limit %d; want %d and none", p, l, After)
+	if p, l := gcPercent(), debug.SetMemoryLimit(-1); p != After || l != AfterLimit {
+		t.Fatalf("after the first collection: GC percent %d, memory limit %d; want %d and %d", p, l, After, AfterLimit)
 	}
 	Release() // the collector is on already: this changes nothing
 	if p := gcPercent(); p != After {

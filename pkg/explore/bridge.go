@@ -413,9 +413,9 @@ func (m *model) bridgeStart(cr map[string]interface{}) (map[string]interface{}, 
 	return oc, nil
 }
 
-// emptyOperatorCondition is the OperatorCondition OLM makes for a CSV
-// that has just succeeded (its OperatorCondition generator: no
-// spec.conditions), with OLM's copy of that into status: where the traces
+// emptyOperatorCondition is the OperatorCondition OLM makes for every
+// new CSV (its OperatorCondition generator: no spec.conditions), with
+// OLM's copy of that into status: where the traces
 // start in the start-up window (Options.StartUp).
 func emptyOperatorCondition() (map[string]interface{}, error) {
 	oc := map[string]interface{}{

@@ -93,9 +93,9 @@ type Options struct {
 	// own race between its check and the replacement stays.
 	SettledChecks bool
 	// StartUp starts the traces in the start-up window (docs/bridge.md):
-	// the version that runs has just succeeded, OLM has made its
-	// OperatorCondition empty, and its bridge has not written its first
-	// entry. An empty OperatorCondition allows, and OLM does not wait for
+	// the OperatorCondition of the version that runs is the empty one
+	// OLM's generator makes for every new CSV, and that version's bridge
+	// has not written its first entry. An empty OperatorCondition allows, and OLM does not wait for
 	// that entry: until it is written, OLM checks even with
 	// SettledChecks. Only with Config.Bridge.
 	StartUp bool
@@ -769,9 +769,10 @@ func (m *model) moves(n *node, out []move) []move {
 		settled = false
 		add(Step{Actor: v1alpha1.ActorOLM, Verb: v1alpha1.VerbUpdateStatus, Target: v1alpha1.TargetOperatorCondition})
 	}
-	// In the start-up window OLM reads an OperatorCondition the bridge has
-	// not written yet, settled or not.
-	olmMay := settled || !m.opts.SettledChecks || (m.opts.StartUp && len(ocConditions(s.OC)) == 0)
+	// In the start-up window OLM checks, settled or not, while what it
+	// reads (the OperatorCondition's status, isOperatorUpgradeable) has
+	// no Upgradeable condition yet.
+	olmMay := settled || !m.opts.SettledChecks || (m.opts.StartUp && contract.Find(s.OC.Conditions, contract.ConditionUpgradeable) == nil)
 	// OLM.
 	switch {
 	case a.approved:

@@ -630,15 +630,17 @@ func TestExploreStartUpWindow(t *testing.T) {
 		want    []string // the rules found
 		// shortest is the first counterexample's steps, as actor verb.
 		shortest []string
+		message  string // the first counterexample's message contains it
 	}{
 		{name: "freshness, the bridge has written", bundle: "none",
 			want: []string{simulate.RuleUpgradeWhileBlocked}, shortest: []string{"olm check", "user update", "bridge update", "olm updateStatus", "olm upgrade"}},
 		{name: "freshness, in the window", bundle: "none", startUp: true,
-			want: []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked}, shortest: []string{"user update", "olm check"}},
+			want: []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked}, shortest: []string{"user update", "olm check"},
+			message: "allowed on an OperatorCondition with no Upgradeable condition"},
 		{name: "spec request, the bridge has written", bundle: "request-spec"},
 		{name: "spec request, in the window", bundle: "request-spec", startUp: true,
 			want:     []string{simulate.RuleUnsafeApproval, simulate.RuleUpgradeWhileBlocked, simulate.RuleUnacknowledgedUpgrade},
-			shortest: []string{"user update", "olm check"}},
+			shortest: []string{"user update", "olm check"}, message: "allowed on an OperatorCondition with no Upgradeable condition"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -648,6 +650,7 @@ func TestExploreStartUpWindow(t *testing.T) {
 				return
 			}
 			assert.Equal(t, tt.shortest, steps(res.Counterexamples[0]))
+			assert.Contains(t, res.Counterexamples[0].Violation.Message, tt.message)
 		})
 	}
 	t.Run("only with the bridge", func(t *testing.T) {

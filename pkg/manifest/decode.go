@@ -4,18 +4,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
 )
 
-// DecodeInto decodes the document into a typed object (a CSV, a CRD) with
-// apimachinery's unstructured converter, which matches field names exactly,
-// as the apiserver does. When that fails, the object is decoded once more
-// through encoding/json to learn which field is wrong, and the error points
-// at that field's line.
+// DecodeInto decodes the document into a typed object (a CSV, a CRD)
+// through JSON with sigs.k8s.io/json, which matches field names exactly,
+// as the apiserver decodes. (apimachinery's unstructured converter, which
+// it used before, keeps a field cache that copies itself for every new
+// field: quadratic in a short-lived process.) When that fails on a
+// value's type, the object is decoded once more through encoding/json to
+// learn which field is wrong, and the error points at that field's line.
+// When a type's own decoder refuses a value instead (an OperatorVersion
+// refuses null), the unstructured converter decides, as before: it leaves
+// a null field at its zero value without asking the type.
 func DecodeInto(doc *Document, into interface{}) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -34,26 +42,59 @@ func DecodeInto(doc *Document, into interface{}) (err error) {
 	if cerr == nil {
 		return nil
 	}
+	reset(into)
 	jerr := json.Unmarshal(data, into)
 	var ute *json.UnmarshalTypeError
 	if errors.As(jerr, &ute) && ute.Field != "" {
 		fields := strings.Split(ute.Field, ".")
 		if k, v := mapEntryOfKind(doc.Node, fields, ute.Value, ute.Type); v != nil {
 			// A value of a map (metadata.annotations, labels): name its key.
-			return &Error{Pos: Position{File: doc.File, Line: v.Line, Column: v.Column},
-				Msg: fmt.Sprintf("field %s: the value of %s is %s; it must be %s", ute.Field, k.Value, withArticle(ute.Value), withArticle(typeWord(ute.Type)))}
+			msg := fmt.Sprintf("field %s: the value of %s is %s; it must be %s", ute.Field, k.Value, withArticle(ute.Value), withArticle(typeWord(ute.Type)))
+			if w, ok := numberProblem(ute); ok {
+				msg = fmt.Sprintf("field %s: the value of %s, %s", ute.Field, k.Value, w)
+			}
+			return &Error{Pos: Position{File: doc.File, Line: v.Line, Column: v.Column}, Msg: msg}
 		}
 		n := findTyped(doc.Node, fields, ute.Value)
 		if n == nil {
 			n = doc.Node
 		}
 		return &Error{Pos: Position{File: doc.File, Line: n.Line, Column: n.Column},
-			Msg: fmt.Sprintf("field %s: %s where %s belongs", ute.Field, withArticle(ute.Value), withArticle(typeWord(ute.Type)))}
+			Msg: fmt.Sprintf("field %s: %s", ute.Field, wrongValue(ute))}
+	}
+	reset(into)
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into) == nil {
+		return nil
 	}
 	if jerr != nil {
 		return &Error{Pos: doc.Pos(), Msg: jerr.Error()}
 	}
 	return &Error{Pos: doc.Pos(), Msg: cerr.Error()}
+}
+
+// wrongValue says what is wrong with a value encoding/json could not
+// decode: a number its field cannot hold (numberProblem), or a value of
+// the wrong JSON kind ("a string where a number belongs").
+func wrongValue(ute *json.UnmarshalTypeError) string {
+	if w, ok := numberProblem(ute); ok {
+		return w
+	}
+	return fmt.Sprintf("%s where %s belongs", withArticle(ute.Value), withArticle(typeWord(ute.Type)))
+}
+
+// numberProblem says why a number does not decode into a numeric field:
+// it is too large for it ("4294967297 does not fit an int32"), or a
+// fraction where an integer belongs.
+func numberProblem(ute *json.UnmarshalTypeError) (string, bool) {
+	num, ok := strings.CutPrefix(ute.Value, "number ")
+	if !ok || typeWord(ute.Type) != "number" {
+		return "", false
+	}
+	kind := ute.Type.Kind()
+	if f, err := strconv.ParseFloat(num, 64); err == nil && f != math.Trunc(f) && kind != reflect.Float32 && kind != reflect.Float64 {
+		return fmt.Sprintf("%s is not a whole number; it must be %s", num, withArticle(kind.String())), true
+	}
+	return fmt.Sprintf("%s does not fit %s", num, withArticle(kind.String())), true
 }
 
 // mapEntryOfKind finds, when fields lead to a mapping that decodes into
@@ -73,11 +114,27 @@ func mapEntryOfKind(n *yaml.Node, fields []string, want string, typ reflect.Type
 		return nil, nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if jsonKind(n.Content[i+1]) == want {
+		if isKind(n.Content[i+1], want) {
 			return n.Content[i], n.Content[i+1]
 		}
 	}
 	return nil, nil
+}
+
+// isKind says whether n has the JSON kind encoding/json's
+// UnmarshalTypeError names: "string", "number", ..., or "number N" for
+// the number N its field cannot hold, which only that number is.
+func isKind(n *yaml.Node, want string) bool {
+	num, ok := strings.CutPrefix(want, "number ")
+	if !ok {
+		return jsonKind(n) == want
+	}
+	if jsonKind(n) != "number" {
+		return false
+	}
+	a, aerr := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+	b, berr := strconv.ParseFloat(num, 64)
+	return aerr == nil && berr == nil && a == b
 }
 
 // typeWord names a Go type as JSON does: "string", "number", "bool",
@@ -123,7 +180,7 @@ func findTyped(n *yaml.Node, fields []string, want string) *yaml.Node {
 		return nil
 	}
 	if len(fields) == 0 {
-		if jsonKind(n) == want || strings.HasPrefix(want, "number") && jsonKind(n) == "number" {
+		if isKind(n, want) {
 			return n
 		}
 		return nil

@@ -749,8 +749,12 @@ func approved(cfg *Config, s State, st Step, p contract.Policy, d contract.Decis
 			if s.OC.Exists {
 				oc = contract.Find(s.OC.Conditions, contract.ConditionUpgradeable)
 			}
-			msg = fmt.Sprintf("the %s gate allowed on the OperatorCondition's %s, but the status source's %s is not a fresh %s=True",
-				p, contract.DescribeCondition(oc, contract.Observation{Generation: s.OC.Generation}), contract.DescribeCondition(c, obs), t)
+			read := "the OperatorCondition's " + contract.DescribeCondition(oc, contract.Observation{Generation: s.OC.Generation})
+			if oc == nil {
+				read = "an OperatorCondition with no Upgradeable condition"
+			}
+			msg = fmt.Sprintf("the %s gate allowed on %s, but the status source's %s is not a fresh %s=True",
+				p, read, contract.DescribeCondition(c, obs), t)
 		}
 		*v = append(*v, violation(RuleUnsafeApproval, p, st, s.Steps, s, msg))
 		return
