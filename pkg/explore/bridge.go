@@ -391,11 +391,7 @@ func conditionsValue(cs []metav1.Condition) []interface{} {
 // the explored traces start: its decision on the starting CR, copied into
 // status by OLM's own copy (simulate.SyncOperatorConditionStatus).
 func (m *model) bridgeStart(cr map[string]interface{}) (map[string]interface{}, error) {
-	oc := map[string]interface{}{
-		"apiVersion": simulate.OperatorConditionAPIVersion, "kind": simulate.OperatorConditionKind,
-		"metadata": map[string]interface{}{"name": runningCSV, "generation": int64(1)},
-		"spec":     map[string]interface{}{},
-	}
+	oc := newOperatorCondition()
 	s, err := simulate.Initial(m.cfg, cr, oc)
 	if err != nil {
 		return nil, err
@@ -405,24 +401,24 @@ func (m *model) bridgeStart(cr map[string]interface{}) (map[string]interface{}, 
 	if d.Digest != "" {
 		oc["metadata"].(map[string]interface{})["annotations"] = map[string]interface{}{bridge.AnnotationEntry: d.Digest}
 	}
-	status, _, err := simulate.SyncOperatorConditionStatus(oc, simulate.Epoch)
-	if err != nil {
-		return nil, err
-	}
-	oc["status"] = status
-	return oc, nil
+	return withOLMStatus(oc)
 }
 
-// emptyOperatorCondition is the OperatorCondition OLM makes for every
-// new CSV (its OperatorCondition generator: no spec.conditions), with
-// OLM's copy of that into status: where the traces
-// start in the start-up window (Options.StartUp).
-func emptyOperatorCondition() (map[string]interface{}, error) {
-	oc := map[string]interface{}{
+// newOperatorCondition is the running CSV's OperatorCondition as OLM's
+// generator makes it for every new CSV: no spec.conditions. With OLM's
+// copy into status (withOLMStatus), it is where the traces start in the
+// start-up window (Options.StartUp).
+func newOperatorCondition() map[string]interface{} {
+	return map[string]interface{}{
 		"apiVersion": simulate.OperatorConditionAPIVersion, "kind": simulate.OperatorConditionKind,
 		"metadata": map[string]interface{}{"name": runningCSV, "generation": int64(1)},
 		"spec":     map[string]interface{}{},
 	}
+}
+
+// withOLMStatus sets the OperatorCondition's status to OLM's copy of its
+// spec (simulate.SyncOperatorConditionStatus).
+func withOLMStatus(oc map[string]interface{}) (map[string]interface{}, error) {
 	status, _, err := simulate.SyncOperatorConditionStatus(oc, simulate.Epoch)
 	if err != nil {
 		return nil, err

@@ -95,9 +95,9 @@ type Options struct {
 	// StartUp starts the traces in the start-up window (docs/bridge.md):
 	// the OperatorCondition of the version that runs is the empty one
 	// OLM's generator makes for every new CSV, and that version's bridge
-	// has not written its first entry. An empty OperatorCondition allows, and OLM does not wait for
-	// that entry: until it is written, OLM checks even with
-	// SettledChecks. Only with Config.Bridge.
+	// has not written its first entry. An empty OperatorCondition allows,
+	// and OLM does not wait for that entry: until it is written, OLM
+	// checks even with SettledChecks. Only with Config.Bridge.
 	StartUp bool
 }
 
@@ -385,7 +385,7 @@ func (m *model) start(example map[string]interface{}) (cr, oc map[string]interfa
 			return nil, nil, change, fmt.Errorf("the bridge writes the OperatorCondition in the operator's stead: explore it with a None or RequestAck handshake, not OperatorCondition")
 		}
 		if m.opts.StartUp {
-			oc, err = emptyOperatorCondition()
+			oc, err = withOLMStatus(newOperatorCondition())
 		} else {
 			oc, err = m.bridgeStart(cr)
 		}

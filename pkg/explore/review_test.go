@@ -192,10 +192,6 @@ func TestQuickFindsTwoChangeWriteRejected(t *testing.T) {
 	require.NoError(t, err)
 	c := counterexample(res, simulate.RuleWriteRejected)
 	require.NotNil(t, c, "found %v", rules(res))
-	var got []string
-	for _, st := range c.Steps {
-		got = append(got, string(st.Actor)+" "+string(st.Verb))
-	}
-	assert.Equal(t, []string{"user update", "operator updateStatus", "user update"}, got)
+	assert.Equal(t, []string{"user update", "operator updateStatus", "user update"}, steps(*c))
 	assert.Contains(t, c.Violation.Message, "spec.storageLayer cannot change while status Upgradeable != True")
 }
