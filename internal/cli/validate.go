@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/statuscheck/statuscheck/internal/warmstart"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/report"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -72,7 +73,7 @@ that bundle could not be read.`,
 					}
 				}
 			}
-			rep := validate.Paths(args, opts, bundle.Options{}, progress)
+			rep := validate.Paths(args, opts, bundle.Options{Parsed: warmstart.Parsed()}, progress)
 			a.clearProgress()
 			// What could not be read: every bundle that could be checked is
 			// reported first, in every format (JSON, SARIF, JUnit and

@@ -9,11 +9,13 @@
 package bundle
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -168,6 +170,9 @@ type Options struct {
 	FS FS
 	// Limits default to manifest.DefaultLimits.
 	Limits *manifest.Limits
+	// Parsed, when set, holds manifest files parsed ahead of time
+	// (manifest.Preparse); the loader parses through it.
+	Parsed *manifest.Preparsed
 }
 
 func (o Options) fs() FS {
@@ -251,7 +256,7 @@ func Load(path string, opts Options) (*Bundle, error) {
 	if metadataDir != "" {
 		b.loadMetadata(fsys, metadataDir, rootReal, opts.limits())
 	}
-	b.loadManifests(fsys, rootReal, opts.limits())
+	b.loadManifests(fsys, rootReal, opts.limits(), opts.Parsed)
 	b.checkMetadata()
 	b.checkKinds()
 	return b, nil
@@ -449,13 +454,14 @@ type fileResult struct {
 	errs     []error
 }
 
-func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits) {
+func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits, parsed *manifest.Preparsed) {
 	entries, err := fsys.ReadDir(b.ManifestsDir)
 	if err != nil {
 		b.Errors = append(b.Errors, fmt.Errorf("reading %s: %w", b.ManifestsDir, unwrapPathError(err)))
 		return
 	}
 	var files []string
+	var sizes []int64
 	for _, e := range entries {
 		file := filepath.Join(b.ManifestsDir, e.Name())
 		switch {
@@ -470,11 +476,25 @@ func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits) {
 			// plainly not a manifest (README.md, a Dockerfile).
 		default:
 			files = append(files, file)
+			var size int64
+			if info, err := e.Info(); err == nil {
+				size = info.Size()
+			}
+			sizes = append(sizes, size)
 		}
 	}
+	// The largest files first: the workers' longest steps start at once
+	// instead of last, so a bundle's load takes little more than its
+	// largest file's parse.
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(sizes[j], sizes[i]) })
 	results := make([]fileResult, len(files))
-	parallel(len(files), func(i int) {
-		r := b.loadFile(fsys, files[i], rootReal, lim)
+	parallel(len(files), func(k int) {
+		i := order[k]
+		r := b.loadFile(fsys, files[i], rootReal, lim, parsed)
 		if r.doc != nil {
 			r.dec = decodeObject(r.doc)
 		}
@@ -658,14 +678,14 @@ func hasCSVParseProblem(ps []Problem) bool {
 
 // loadFile reads one manifest file: its first document is what OLM sees
 // (the others are a problem of the file), checked and decoded by add.
-func (b *Bundle) loadFile(fsys FS, file, rootReal string, lim manifest.Limits) (r fileResult) {
+func (b *Bundle) loadFile(fsys FS, file, rootReal string, lim manifest.Limits, parsed *manifest.Preparsed) (r fileResult) {
 	tmp := &Bundle{}
 	data, ok := tmp.readFile(fsys, file, rootReal, lim)
 	r.problems, r.errs = tmp.Problems, tmp.Errors
 	if !ok {
 		return r
 	}
-	docs, err := manifest.Parse(file, data, lim)
+	docs, err := parsed.Parse(file, data, lim)
 	if err != nil {
 		r.problems = append(r.problems, parseProblem(err))
 		if len(docs) == 0 {

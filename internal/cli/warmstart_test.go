@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+)
+
+// TestValidateWarmStart: statuscheck validate as a process parses its
+// bundles' manifests while its packages initialise (internal/warmstart);
+// this test binary parses none ahead (its arguments are not validate's).
+// What the process reports is what validate reports here, for every
+// bundle of the testdata, flags among the paths and, with the corpus,
+// each of its bundles and the corpus as one directory of bundles. Under
+// the race detector (make race) the binary is built with it too, so that
+// the parse beside the package initialisation is checked for races.
+func TestValidateWarmStart(t *testing.T) {
+	bin := testutil.Binary(t)
+	if raceBuild {
+		bin = filepath.Join(t.TempDir(), "statuscheck")
+		cmd := exec.Command("go", "build", "-race", "-o", bin, "./cmd/statuscheck")
+		cmd.Dir = repoRoot
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	roots, err := filepath.Glob(filepath.Join(repoRoot, "testdata", "bundles", "*", "*"))
+	require.NoError(t, err)
+	runs := [][]string{{"validate", "--fail-on", "info", "--", roots[0]}, {"validate", "-o", "junit", roots[0], roots[1]}}
+	for _, r := range roots {
+		runs = append(runs, []string{"validate", "-o", "json", r})
+	}
+	check := func(t *testing.T, runs [][]string) {
+		for _, args := range runs {
+			wantCode, wantOut, wantErr := run(t, args...)
+			cmd := exec.Command(bin, args...)
+			cmd.Dir = repoRoot
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			code := 0
+			if err := cmd.Run(); err != nil {
+				var ee *exec.ExitError
+				require.ErrorAs(t, err, &ee, "%v", args)
+				code = ee.ExitCode()
+			}
+			assert.Equal(t, wantErr, errb.String(), "%v: stderr", args)
+			assert.Equal(t, wantCode, code, "%v: exit code", args)
+			assert.Equal(t, wantOut, out.String(), "%v: stdout", args)
+		}
+	}
+	check(t, runs)
+	t.Run("corpus", func(t *testing.T) {
+		bundles := testutil.CorpusBundles(t)
+		runs := [][]string{{"validate", "-o", "json", testutil.CorpusDir(t)}}
+		for _, b := range bundles {
+			runs = append(runs, []string{"validate", "-o", "json", b})
+		}
+		check(t, runs)
+	})
+}
+
+// TestWarmStartInitOrder: in the binary, internal/warmstart initialises
+// after internal/gcfloor (the collector is off when it starts parsing)
+// and before the heaviest packages, whose initialisation it overlaps.
+func TestWarmStartInitOrder(t *testing.T) {
+	cmd := exec.Command(testutil.Binary(t), "--help")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Run())
+	at := map[string]int{}
+	n := 0
+	for _, line := range strings.Split(errb.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			at[f[1]] = n
+			n++
+		}
+	}
+	const self = "github.com/statuscheck/statuscheck/internal/"
+	require.Contains(t, at, self+"warmstart")
+	require.Contains(t, at, self+"gcfloor")
+	assert.Less(t, at[self+"gcfloor"], at[self+"warmstart"])
+	for _, heavy := range []string{"k8s.io/client-go/kubernetes/scheme", "k8s.io/component-base/metrics/legacyregistry", "sigs.k8s.io/controller-runtime/pkg/client/apiutil"} {
+		require.Contains(t, at, heavy)
+		assert.Less(t, at[self+"warmstart"], at[heavy], "%s initialises before warmstart starts", heavy)
+	}
+}
