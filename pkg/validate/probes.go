@@ -98,8 +98,9 @@ type ProbeCache struct {
 	mu      sync.Mutex
 	results map[string]*probeResults
 	// searches are the protocol searches' results, by the probes' key
-	// and what writes the OperatorCondition (the search reads nothing
-	// else of the bundle).
+	// and what writes the OperatorCondition: the search reads nothing
+	// else of a bundle it can model (source.FromLoaded, which is asked
+	// first).
 	searches map[string]*explore.Result
 }
 

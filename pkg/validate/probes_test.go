@@ -201,3 +201,37 @@ func deepSchema(n, indent int) string {
 	b.WriteString(strings.Repeat(" ", indent+4*n) + "leaf:\n" + strings.Repeat(" ", indent+4*n) + "  type: string\n")
 	return b.String()
 }
+
+// TestSearchCacheStaysWithItsBundle: bundles validated in one run share
+// a probe cache, but the protocol search's result belongs to a bundle the
+// search can model. Of two bundles with the same status source and CRD,
+// one holding two CSVs (which the search refuses: which status source is
+// meant?), each reports what it reports alone, whichever is checked
+// first. (The cache used to answer before the bundle was looked at, so
+// the two-CSV bundle reported the other's trace when it came second.)
+func TestSearchCacheStaysWithItsBundle(t *testing.T) {
+	dir := filepath.Join(testutil.RepoRoot(), "testdata/bundles/rules/bundle-multiple-csvs")
+	load := func(name string) *bundle.Bundle {
+		b, err := bundle.Load(filepath.Join(dir, name), bundle.Options{})
+		require.NoError(t, err)
+		return b
+	}
+	rules := func(res result.Bundle) []string {
+		var out []string
+		for _, f := range res.Findings {
+			out = append(out, f.Rule)
+		}
+		return out
+	}
+	alone := map[string][]string{}
+	for _, name := range []string{"fail", "pass"} {
+		alone[name] = rules(Check(load(name), Options{Probes: &ProbeCache{}}))
+	}
+	require.Contains(t, alone["pass"], "upgrade-while-blocked", "the search's trace on the one-CSV bundle")
+	for _, order := range [][]string{{"fail", "pass"}, {"pass", "fail"}} {
+		cache := &ProbeCache{}
+		for _, name := range order {
+			assert.Equal(t, alone[name], rules(Check(load(name), Options{Probes: cache})), "%s checked in the order %v", name, order)
+		}
+	}
+}

@@ -452,6 +452,16 @@ func (ctx *Context) search() *explore.Result {
 	if conflict {
 		return nil
 	}
+	// The bundle first: what stops the model is the bundle's own (two
+	// CSVs, a token type the schema does not give), whatever another
+	// bundle of the run with the same probes found.
+	sctx, err := source.FromLoaded(ctx.Bundle, ctx.Source, "bundle "+ctx.bundleArg())
+	if err != nil {
+		// What stops the model is another rule's finding
+		// (bundle-multiple-csvs, handshake-path-missing).
+		ctx.searchErr = err.Error()
+		return nil
+	}
 	cache, key := ctx.Options.Probes, ""
 	if cache != nil && ctx.probeKey != "" {
 		key = ctx.probeKey + "\x00" + by
@@ -459,13 +469,6 @@ func (ctx *Context) search() *explore.Result {
 			ctx.searchResult = res
 			return res
 		}
-	}
-	sctx, err := source.FromLoaded(ctx.Bundle, ctx.Source, "bundle "+ctx.bundleArg())
-	if err != nil {
-		// What stops the model (a token type the schema does not give)
-		// is another rule's finding (handshake-path-missing).
-		ctx.searchErr = err.Error()
-		return nil
 	}
 	cfg := simulate.ContextConfig(sctx, []contract.Policy{contract.PolicyOLM}, contract.PolicyOLM)
 	cfg.Bridge = by == result.HeldByBridge
