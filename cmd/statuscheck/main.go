@@ -10,6 +10,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/cli"
 	"github.com/statuscheck/statuscheck/internal/gcfloor"
+	"github.com/statuscheck/statuscheck/internal/warmstart"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
 
@@ -18,6 +19,11 @@ import (
 // the rusage of a child started from a large test process is polluted by
 // the parent's.
 const peakMemoryEnv = "STATUSCHECK_DEBUG_PEAK_MEMORY"
+
+// warmStartEnv, set to 1, makes statuscheck print on stderr, when it
+// ends, how many manifest files it parsed while it started
+// (internal/warmstart) and how many of them the command took.
+const warmStartEnv = "STATUSCHECK_DEBUG_WARMSTART"
 
 func main() {
 	// The apiserver code statuscheck runs, and client-go, log through
@@ -30,6 +36,10 @@ func main() {
 		gcfloor.Release()
 	}
 	code := cli.Main(os.Args[1:], os.Stdout, os.Stderr)
+	if os.Getenv(warmStartEnv) == "1" {
+		parsed, taken := warmstart.Parsed().Stats()
+		fmt.Fprintf(os.Stderr, "statuscheck: warm start: %d files parsed ahead, %d taken\n", parsed, taken)
+	}
 	if os.Getenv(peakMemoryEnv) == "1" {
 		if f, err := os.Open("/proc/self/status"); err == nil {
 			s := bufio.NewScanner(f)

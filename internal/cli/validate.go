@@ -50,6 +50,10 @@ that bundle could not be read.`,
   statuscheck validate -o json --fail-on warning bundle-a/ bundle-b/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// What was parsed while the binary started is used; the rest
+			// is parsed at the loader's pace.
+			parsed := warmstart.Parsed()
+			parsed.Stop()
 			fail, _ := result.ParseSeverity(failOn.value)
 			if output.value == "manifest-result" && len(args) != 1 {
 				return usagef("-o manifest-result prints one ManifestResult: give one bundle, not %d", len(args))
@@ -73,7 +77,7 @@ that bundle could not be read.`,
 					}
 				}
 			}
-			rep := validate.Paths(args, opts, bundle.Options{Parsed: warmstart.Parsed()}, progress)
+			rep := validate.Paths(args, opts, bundle.Options{Parsed: parsed}, progress)
 			a.clearProgress()
 			// What could not be read: every bundle that could be checked is
 			// reported first, in every format (JSON, SARIF, JUnit and

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,4 +93,30 @@ func TestWarmStartInitOrder(t *testing.T) {
 		require.Contains(t, at, heavy)
 		assert.Less(t, at[self+"warmstart"], at[heavy], "%s initialises before warmstart starts", heavy)
 	}
+}
+
+// TestWarmStartUsed: what the binary parses while it starts is what the
+// validate command takes, all of it (each file of one bundle is read),
+// and in at least one of five runs there is something (how much depends
+// on how soon the parse gets a core).
+func TestWarmStartUsed(t *testing.T) {
+	re := regexp.MustCompile(`statuscheck: warm start: (\d+) files parsed ahead, (\d+) taken\n`)
+	most := 0
+	for range 5 {
+		cmd := exec.Command(testutil.Binary(t), "validate", filepath.Join(repoRoot, "testdata", "bundles", "good"))
+		cmd.Env = append(os.Environ(), "STATUSCHECK_DEBUG_WARMSTART=1")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", errb.String())
+			require.Equal(t, 1, ee.ExitCode(), "%s", errb.String()) // findings
+		}
+		m := re.FindStringSubmatch(errb.String())
+		require.NotNil(t, m, "no warm start line in %q", errb.String())
+		assert.Equal(t, m[1], m[2], "files parsed ahead but not taken")
+		n, _ := strconv.Atoi(m[1])
+		most = max(most, n)
+	}
+	assert.Positive(t, most, "nothing parsed ahead in five runs")
 }

@@ -9,11 +9,12 @@
 // the validate command parses through Parsed. docs/development.md has the
 // figures.
 //
-// Packages initialise in import-path order as far as their imports allow,
-// so this one, which imports little beyond pkg/manifest, starts before
-// most of the others, and after internal/gcfloor in the commands, which
-// import both (gcfloor imports only the runtime and os): the collector is
-// off by then.
+// Packages initialise in import-path order as far as their imports allow:
+// this one waits for pkg/manifest's imports (apimachinery's runtime the
+// last of them), about halfway through the binary's packages and before
+// the heaviest (client-go's scheme, the apiserver's metrics registry),
+// and comes after internal/gcfloor in the commands, which import both
+// (gcfloor imports only the runtime and os): the collector is off by then.
 package warmstart
 
 import (
@@ -33,7 +34,9 @@ func init() {
 	}
 }
 
-// Parsed is what this process started parsing for validate, or nil.
+// Parsed is what this process started parsing for validate, or nil. The
+// command stops it (Preparsed.Stop) when it starts, so that it holds no
+// more than what it parsed while the packages initialised.
 func Parsed() *manifest.Preparsed { return parsed }
 
 // Bundles are the manifest files `statuscheck ARGS...` will parse, a
@@ -71,8 +74,8 @@ func Bundles(args []string) iter.Seq[[]string] {
 				continue
 			}
 			for _, e := range entries {
-				if !e.IsDir() {
-					continue
+				if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+					continue // as bundle.Roots: no hidden bundle
 				}
 				if files := manifests(filepath.Join(path, e.Name())); files != nil && !yield(files) {
 					return
@@ -82,7 +85,8 @@ func Bundles(args []string) iter.Seq[[]string] {
 	}
 }
 
-// manifests: the files in root/manifests, nil if it is not a directory.
+// manifests: the files in root/manifests, nil if it is not a directory;
+// hidden files, which the loader reports and does not read, left out.
 func manifests(root string) []string {
 	dir := filepath.Join(root, "manifests")
 	entries, err := os.ReadDir(dir)
@@ -91,7 +95,7 @@ func manifests(root string) []string {
 	}
 	files := []string{}
 	for _, e := range entries {
-		if e.Type().IsRegular() {
+		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
 			files = append(files, filepath.Join(dir, e.Name()))
 		}
 	}

@@ -25,6 +25,9 @@ func TestBundles(t *testing.T) {
 	bCSV := mk("bundles/b/manifests/csv.yaml")
 	cCSV := mk("bundles/c/manifests/csv.yaml")
 	mk("bundles/README.md")
+	mk("bundles/.hidden/manifests/csv.yaml")
+	mk("a/manifests/.hidden.yaml")
+	mk("-x/manifests/csv.yaml")
 	guard := mk("guard.yaml")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "a/manifests/sub"), 0o755))
 	a, bundles := filepath.Join(dir, "a"), filepath.Join(dir, "bundles")
@@ -37,12 +40,15 @@ func TestBundles(t *testing.T) {
 		{name: "a directory of bundles", args: []string{"validate", bundles}, want: [][]string{{bCSV}, {cCSV}}},
 		{name: "flags and their values", args: []string{"validate", "-o", "json", "--fail-on=warning", "--guards", guard, a}, want: [][]string{{aCRD, aCSV}}},
 		{name: "after --", args: []string{"validate", "--", a}, want: [][]string{{aCRD, aCSV}}},
+		{name: "a path like a flag after --", args: []string{"validate", "--", "-x"}, want: [][]string{{"-x/manifests/csv.yaml"}}},
+		{name: "a path like a flag before --", args: []string{"validate", "-x"}},
 		{name: "a manifests directory is left to the loader", args: []string{"validate", filepath.Join(a, "manifests")}},
 		{name: "a path that does not exist", args: []string{"validate", filepath.Join(dir, "nothing")}},
 		{name: "another command", args: []string{"generate", a}},
 		{name: "no arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(dir)
 			assert.Equal(t, tc.want, slices.Collect(Bundles(tc.args)))
 		})
 	}

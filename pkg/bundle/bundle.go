@@ -421,7 +421,7 @@ func (b *Bundle) readFile(fsys FS, file, rootReal string, lim manifest.Limits) (
 	}
 	if !info.Mode().IsRegular() {
 		b.Problems = append(b.Problems, Problem{Code: CodeLayout, Pos: pos,
-			Message: fmt.Sprintf("not a regular file (%s); not read", fileKind(info.Mode()))})
+			Message: fmt.Sprintf("not a regular file (%s); not read", manifest.FileKind(info.Mode()))})
 		return nil, false
 	}
 	data, err := fsys.ReadFile(file, lim.MaxFileSize)

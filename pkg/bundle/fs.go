@@ -1,11 +1,11 @@
 package bundle
 
 import (
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
 // FS is the file system a bundle is read from. OS reads the real one; tests
@@ -22,13 +22,7 @@ type FS interface {
 }
 
 // ErrTooLarge is returned by FS.ReadFile for a file over the limit.
-type ErrTooLarge struct {
-	Size, Limit int64
-}
-
-func (e *ErrTooLarge) Error() string {
-	return fmt.Sprintf("file is %d bytes, over the %d-byte limit", e.Size, e.Limit)
-}
+type ErrTooLarge = manifest.ErrTooLarge
 
 // OS is the operating system's file system.
 type OS struct{}
@@ -45,65 +39,5 @@ func (OS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) 
 // EvalSymlinks implements FS.
 func (OS) EvalSymlinks(name string) (string, error) { return filepath.EvalSymlinks(name) }
 
-// ReadFile implements FS. It checks the size before reading and reads at
-// most limit+1 bytes, so a file that grows while being read is caught too.
-func (OS) ReadFile(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
-	}
-	if limit > 0 && st.Size() > limit {
-		return nil, &ErrTooLarge{Size: st.Size(), Limit: limit}
-	}
-	var r io.Reader = f
-	if limit > 0 {
-		r = io.LimitReader(f, limit+1)
-	}
-	// As os.ReadFile: room for the size the file has and one byte more,
-	// where io.ReadAll would grow its buffer from 512 bytes, copying and
-	// clearing a bundle's CRDs many times over; a file that grew since
-	// is read on all the same.
-	data := make([]byte, 0, max(st.Size(), 511)+1)
-	for {
-		n, err := r.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-	}
-	if limit > 0 && int64(len(data)) > limit {
-		return nil, &ErrTooLarge{Size: int64(len(data)), Limit: limit}
-	}
-	return data, nil
-}
-
-// fileKind names what a non-regular file is, in words.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
-}
+// ReadFile implements FS (manifest.ReadFile).
+func (OS) ReadFile(name string, limit int64) ([]byte, error) { return manifest.ReadFile(name, limit) }

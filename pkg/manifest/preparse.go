@@ -3,7 +3,6 @@ package manifest
 import (
 	"bytes"
 	"cmp"
-	"io"
 	"iter"
 	"os"
 	"slices"
@@ -21,19 +20,21 @@ import (
 // documents only for the same bytes (the loader's own read of the file,
 // compared with the one parsed) and the same limits, and to one caller
 // only; anything else is parsed then and there. The background parses
-// one file at a time, in order, skipping the ones a caller has already
-// asked for, and starts no new one once a caller has asked for a file it
-// did not have: by then the caller parses at its own pace, and the set
-// holds no more than what the background had already started.
+// one file at a time, skipping the ones a caller has already asked for,
+// and starts no new one once Stop is called or a caller asks for a file
+// it does not hold: from then on the caller parses at its own pace, and
+// the set holds no more than what the background had already started.
 type Preparsed struct {
 	lim     Limits
 	mu      sync.Mutex
 	files   map[string]*preparse
 	stopped bool
+	parsed  int // files parsed in the background
+	taken   int // of them, given to a caller
 }
 
-// preparse is one file's parse; done closes when the rest is set. A nil
-// entry in Preparsed.files is a file a caller took or parsed itself.
+// preparse is one file's parse; done closes when docs and err are set. A
+// nil entry in Preparsed.files is a file a caller took or parsed itself.
 type preparse struct {
 	done chan struct{}
 	data []byte
@@ -49,8 +50,8 @@ type preparse struct {
 // files in parallel). groups is drawn in the background, one group at a
 // time, and no further than the background gets: listing the files is
 // work too. Only regular files (not a symlink, a FIFO or a device) within
-// lim.MaxFileSize are read; the caller's loader reads the others as it
-// would without the set.
+// lim.MaxFileSize are read (ReadFile); the caller's loader reads the
+// others as it would without the set.
 func Preparse(groups iter.Seq[[]string], lim Limits) *Preparsed {
 	p := &Preparsed{lim: lim, files: map[string]*preparse{}}
 	go func() {
@@ -61,6 +62,29 @@ func Preparse(groups iter.Seq[[]string], lim Limits) *Preparsed {
 		}
 	}()
 	return p
+}
+
+// Stop stops the background from starting another file; a file it is
+// parsing is still given to the caller that asks for it. A nil set does
+// nothing.
+func (p *Preparsed) Stop() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+}
+
+// Stats says how many files the background parsed and how many of them
+// a caller took.
+func (p *Preparsed) Stats() (parsed, taken int) {
+	if p == nil {
+		return 0, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.parsed, p.taken
 }
 
 // parseGroup parses one group's files, the largest first, and says
@@ -78,27 +102,47 @@ func (p *Preparsed) parseGroup(group []string) bool {
 	}
 	slices.SortStableFunc(regular, func(a, b sized) int { return cmp.Compare(b.size, a.size) })
 	for _, f := range regular {
-		p.mu.Lock()
-		if p.stopped {
-			p.mu.Unlock()
+		if !p.parseFile(f.file) {
 			return false
 		}
-		if _, seen := p.files[f.file]; seen {
-			p.mu.Unlock()
-			continue
-		}
-		e := &preparse{done: make(chan struct{})}
-		p.files[f.file] = e
-		p.mu.Unlock()
-		if data, ok := readRegular(f.file, p.lim.MaxFileSize); ok {
-			e.data = data
-			e.docs, e.err = Parse(f.file, data, p.lim)
-		}
-		close(e.done)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return !p.stopped
+}
+
+// parseFile reads and parses one file unless a caller has asked for it,
+// and says whether to go on. The file is read before it is claimed, so
+// that a caller never waits on a read (a file swapped for a FIFO since
+// it was listed blocks the background only); a caller that asks for it
+// meanwhile parses it itself.
+func (p *Preparsed) parseFile(file string) bool {
+	p.mu.Lock()
+	_, seen := p.files[file]
+	stopped := p.stopped
+	p.mu.Unlock()
+	if stopped {
+		return false
+	}
+	if seen {
+		return true
+	}
+	data, err := ReadFile(file, p.lim.MaxFileSize)
+	if err != nil {
+		return true
+	}
+	e := &preparse{done: make(chan struct{}), data: data}
+	p.mu.Lock()
+	if _, seen := p.files[file]; seen || p.stopped {
+		p.mu.Unlock()
+		return !p.stopped
+	}
+	p.files[file] = e
+	p.parsed++
+	p.mu.Unlock()
+	defer close(e.done)
+	e.docs, e.err = Parse(file, data, p.lim)
+	return true
 }
 
 // Parse is Parse(file, data, lim), from the set when it parsed the same
@@ -116,33 +160,12 @@ func (p *Preparsed) Parse(file string, data []byte, lim Limits) ([]*Document, er
 	p.mu.Unlock()
 	if e != nil {
 		<-e.done
-		if e.data != nil && bytes.Equal(e.data, data) {
+		if bytes.Equal(e.data, data) {
+			p.mu.Lock()
+			p.taken++
+			p.mu.Unlock()
 			return e.docs, e.err
 		}
 	}
 	return Parse(file, data, lim)
-}
-
-// readRegular reads file if it is a regular file of at most limit bytes
-// (when limit > 0).
-func readRegular(file string, limit int64) ([]byte, bool) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || limit > 0 && st.Size() > limit {
-		return nil, false
-	}
-	var r io.Reader = f
-	if limit > 0 {
-		r = io.LimitReader(f, limit+1)
-	}
-	var buf bytes.Buffer
-	buf.Grow(int(st.Size()) + 1)
-	if _, err := buf.ReadFrom(r); err != nil || limit > 0 && int64(buf.Len()) > limit {
-		return nil, false
-	}
-	return buf.Bytes(), true
 }

@@ -53,6 +53,8 @@ func TestPreparsedServesWhatItParsed(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotSame(t, docs[0], again[0], "a second caller gets a parse of its own")
 	assert.Equal(t, docs[0].Value, again[0].Value)
+	parsed, taken := p.Stats()
+	assert.Equal(t, [2]int{2, 1}, [2]int{parsed, taken}, "files parsed ahead, and taken")
 }
 
 // TestPreparsedIsParse: whatever the set holds, Preparsed.Parse returns
@@ -126,8 +128,42 @@ func TestPreparseStopsAtTheFirstMiss(t *testing.T) {
 	assert.NotContains(t, p.files, paths["b.yaml"], "the background parsed a file after a miss")
 }
 
-// TestPreparseCorpus: over every manifest of the corpus's bundles, parsed
-// ahead in the background, each caller gets what Parse gives.
+// TestPreparseStop: after Stop the background starts no other file.
+func TestPreparseStop(t *testing.T) {
+	paths := preparseDir(t, map[string]string{"a.yaml": "kind: A\n"})
+	p := newPreparsed(DefaultLimits)
+	p.Stop()
+	assert.False(t, p.parseGroup([]string{paths["a.yaml"]}))
+	assert.Empty(t, p.files)
+	(*Preparsed)(nil).Stop() // a nil set: nothing to stop
+}
+
+// TestPreparseNeverWaitsOnARead: a file listed as regular and a FIFO
+// when the background opens it blocks the background's read, not a
+// caller: the file is not the set's until it is read.
+func TestPreparseNeverWaitsOnARead(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "swapped.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	p := newPreparsed(DefaultLimits)
+	read := make(chan bool)
+	go func() { read <- p.parseFile(fifo) }()
+	docs, err := p.Parse(fifo, []byte("kind: X\n"), DefaultLimits)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]interface{}{"kind": "X"}, docs[0].Value)
+	// Let the background's open return, if it got that far (a FIFO opened
+	// for reading and writing, which on Linux does not block, comes and
+	// goes): it holds nothing for the file.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	assert.False(t, <-read, "the background goes on after the caller's miss")
+	parsed, _ := p.Stats()
+	assert.Zero(t, parsed)
+}
+
+// TestPreparseCorpus: every manifest of the corpus's bundles, parsed
+// ahead (all of them, before any is asked for), is given to its caller
+// as Parse gives it.
 func TestPreparseCorpus(t *testing.T) {
 	var groups [][]string
 	for _, b := range testutil.CorpusBundles(t) {
@@ -135,7 +171,11 @@ func TestPreparseCorpus(t *testing.T) {
 		require.NoError(t, err)
 		groups = append(groups, files)
 	}
-	p := Preparse(slices.Values(groups), DefaultLimits)
+	p := newPreparsed(DefaultLimits)
+	for _, g := range groups {
+		require.True(t, p.parseGroup(g))
+	}
+	all, _ := p.Stats()
 	for _, g := range groups {
 		for _, f := range g {
 			data, err := os.ReadFile(f)
@@ -148,6 +188,28 @@ func TestPreparseCorpus(t *testing.T) {
 				require.Equal(t, want[i].Value, got[i].Value, f)
 				require.Equal(t, want[i].Pos(), got[i].Pos(), f)
 			}
+		}
+	}
+	parsed, taken := p.Stats()
+	assert.Equal(t, len(slices.Concat(groups...)), parsed, "every file parsed ahead")
+	assert.Equal(t, all, taken, "every file parsed ahead taken")
+}
+
+// TestPreparseInTheBackground: Preparse parses in a goroutine of its own
+// what Parse gives.
+func TestPreparseInTheBackground(t *testing.T) {
+	paths := preparseDir(t, map[string]string{"a.yaml": twoDocs, "b.yaml": "kind: B\n"})
+	p := Preparse(slices.Values([][]string{{paths["a.yaml"], paths["b.yaml"]}}), DefaultLimits)
+	for _, f := range []string{"a.yaml", "b.yaml"} {
+		data, err := os.ReadFile(paths[f])
+		require.NoError(t, err)
+		got, err := p.Parse(paths[f], data, DefaultLimits)
+		require.NoError(t, err)
+		want, err := Parse(paths[f], data, DefaultLimits)
+		require.NoError(t, err)
+		require.Len(t, got, len(want))
+		for i := range want {
+			assert.Equal(t, want[i].Value, got[i].Value)
 		}
 	}
 }
