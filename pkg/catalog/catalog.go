@@ -65,7 +65,12 @@ func IsCatalog(path string) bool {
 	return found
 }
 
+// sniff reads the head of a regular file (not a FIFO, whose open would
+// block) for a catalog's schema.
 func sniff(p string) bool {
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return false

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,4 +120,16 @@ func TestCatalogStreamsInBoundedMemory(t *testing.T) {
 	small, large := peak(300), peak(3000)
 	t.Logf("heap: %d MiB for 300 bundles, %d MiB for 3,000", small>>20, large>>20)
 	assert.Less(t, large, small+32<<20)
+}
+
+// TestIsCatalogReadsOnlyRegularFiles: a FIFO, whose open blocks until
+// something writes to it, is not sniffed, given on its own or met in a
+// directory (a bundle's manifests/ given as the path, with a FIFO in it).
+func TestIsCatalogReadsOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("kind: ConfigMap\n"), 0o644))
+	assert.False(t, IsCatalog(fifo))
+	assert.False(t, IsCatalog(dir))
 }
