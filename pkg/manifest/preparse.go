@@ -128,14 +128,12 @@ func (p *Preparsed) parseFile(file string) bool {
 		return true
 	}
 	data, err := ReadFile(file, p.lim.MaxFileSize)
-	if err != nil {
-		return true
-	}
 	e := &preparse{done: make(chan struct{}), data: data}
 	p.mu.Lock()
-	if _, seen := p.files[file]; seen || p.stopped {
+	if _, seen := p.files[file]; err != nil || seen || p.stopped {
+		goOn := !p.stopped
 		p.mu.Unlock()
-		return !p.stopped
+		return goOn
 	}
 	p.files[file] = e
 	p.parsed++
