@@ -42,19 +42,10 @@ func TestValidateWarmStart(t *testing.T) {
 	check := func(t *testing.T, runs [][]string) {
 		for _, args := range runs {
 			wantCode, wantOut, wantErr := run(t, args...)
-			cmd := exec.Command(bin, args...)
-			cmd.Dir = repoRoot
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			code := 0
-			if err := cmd.Run(); err != nil {
-				var ee *exec.ExitError
-				require.ErrorAs(t, err, &ee, "%v", args)
-				code = ee.ExitCode()
-			}
-			assert.Equal(t, wantErr, errb.String(), "%v: stderr", args)
+			code, out, errOut := runBinary(t, bin, nil, args...)
+			assert.Equal(t, wantErr, errOut, "%v: stderr", args)
 			assert.Equal(t, wantCode, code, "%v: exit code", args)
-			assert.Equal(t, wantOut, out.String(), "%v: stdout", args)
+			assert.Equal(t, wantOut, out, "%v: stdout", args)
 		}
 	}
 	check(t, runs)
@@ -72,14 +63,11 @@ func TestValidateWarmStart(t *testing.T) {
 // after internal/gcfloor (the collector is off when it starts parsing)
 // and before the heaviest packages, whose initialisation it overlaps.
 func TestWarmStartInitOrder(t *testing.T) {
-	cmd := exec.Command(testutil.Binary(t), "--help")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	require.NoError(t, cmd.Run())
+	code, _, errOut := runBinary(t, testutil.Binary(t), []string{"GODEBUG=inittrace=1"}, "--help")
+	require.Zero(t, code, errOut)
 	at := map[string]int{}
 	n := 0
-	for _, line := range strings.Split(errb.String(), "\n") {
+	for _, line := range strings.Split(errOut, "\n") {
 		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
 			at[f[1]] = n
 			n++
@@ -103,20 +91,30 @@ func TestWarmStartUsed(t *testing.T) {
 	re := regexp.MustCompile(`statuscheck: warm start: (\d+) files parsed ahead, (\d+) taken\n`)
 	most := 0
 	for range 5 {
-		cmd := exec.Command(testutil.Binary(t), "validate", filepath.Join(repoRoot, "testdata", "bundles", "good"))
-		cmd.Env = append(os.Environ(), "STATUSCHECK_DEBUG_WARMSTART=1")
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			require.ErrorAs(t, err, &ee, "%s", errb.String())
-			require.Equal(t, 1, ee.ExitCode(), "%s", errb.String()) // findings
-		}
-		m := re.FindStringSubmatch(errb.String())
-		require.NotNil(t, m, "no warm start line in %q", errb.String())
+		code, _, errOut := runBinary(t, testutil.Binary(t), []string{"STATUSCHECK_DEBUG_WARMSTART=1"}, "validate", filepath.Join(repoRoot, "testdata", "bundles", "good"))
+		require.Equal(t, 1, code, errOut) // findings
+		m := re.FindStringSubmatch(errOut)
+		require.NotNil(t, m, "no warm start line in %q", errOut)
 		assert.Equal(t, m[1], m[2], "files parsed ahead but not taken")
 		n, _ := strconv.Atoi(m[1])
 		most = max(most, n)
 	}
 	assert.Positive(t, most, "nothing parsed ahead in five runs")
+}
+
+// runBinary runs a statuscheck binary from the repository root with env
+// added to the test's, and returns its exit code and output.
+func runBinary(t *testing.T, bin string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v", args)
+		code = ee.ExitCode()
+	}
+	return code, out.String(), errb.String()
 }

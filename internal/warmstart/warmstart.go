@@ -46,7 +46,11 @@ func Parsed() *manifest.Preparsed { return parsed }
 // directory of bundles, in order. A flag's value may be taken for a path
 // and a file listed may never be read: the parse is checked against what
 // the loader reads (manifest.Preparsed.Parse). Any other command has
-// none. The directories are read as the sequence is drawn.
+// none. The directories are read as the sequence is drawn. (A directory
+// of bundles expands as bundle.Roots expands it, near enough: importing
+// pkg/bundle would hold this package back until operator-framework/api's
+// imports, client-go's among them, have initialised, near the end. A
+// bundle it misses is loaded as it would be without the set.)
 func Bundles(args []string) iter.Seq[[]string] {
 	return func(yield func([]string) bool) {
 		if len(args) == 0 || args[0] != "validate" {

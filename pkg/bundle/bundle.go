@@ -9,13 +9,11 @@
 package bundle
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -483,14 +481,7 @@ func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits, pa
 			sizes = append(sizes, size)
 		}
 	}
-	// The largest files first: the workers' longest steps start at once
-	// instead of last, so a bundle's load takes little more than its
-	// largest file's parse.
-	order := make([]int, len(files))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(sizes[j], sizes[i]) })
+	order := manifest.LargestFirst(sizes)
 	results := make([]fileResult, len(files))
 	parallel(len(files), func(k int) {
 		i := order[k]

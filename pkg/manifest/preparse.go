@@ -90,25 +90,35 @@ func (p *Preparsed) Stats() (parsed, taken int) {
 // parseGroup parses one group's files, the largest first, and says
 // whether to go on.
 func (p *Preparsed) parseGroup(group []string) bool {
-	type sized struct {
-		file string
-		size int64
-	}
-	var regular []sized
+	var regular []string
+	var sizes []int64
 	for _, file := range group {
 		if st, err := os.Lstat(file); err == nil && st.Mode().IsRegular() && (p.lim.MaxFileSize <= 0 || st.Size() <= p.lim.MaxFileSize) {
-			regular = append(regular, sized{file, st.Size()})
+			regular = append(regular, file)
+			sizes = append(sizes, st.Size())
 		}
 	}
-	slices.SortStableFunc(regular, func(a, b sized) int { return cmp.Compare(b.size, a.size) })
-	for _, f := range regular {
-		if !p.parseFile(f.file) {
+	for _, i := range LargestFirst(sizes) {
+		if !p.parseFile(regular[i]) {
 			return false
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return !p.stopped
+}
+
+// LargestFirst is the order, by index, in which to parse files of these
+// sizes: the largest first, ties in the order given, so that a loader
+// parsing them in parallel starts its longest steps at once instead of
+// last, and takes little more than its largest file's parse.
+func LargestFirst(sizes []int64) []int {
+	order := make([]int, len(sizes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(sizes[j], sizes[i]) })
+	return order
 }
 
 // parseFile reads and parses one file unless a caller has asked for it,

@@ -213,3 +213,18 @@ func TestPreparseInTheBackground(t *testing.T) {
 		}
 	}
 }
+
+// TestLargestFirst: indices by size, the largest first, ties in order.
+func TestLargestFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int64
+		want  []int
+	}{
+		{name: "none", sizes: nil, want: []int{}},
+		{name: "ties keep their order", sizes: []int64{1, 5, 5, 3}, want: []int{1, 2, 3, 0}},
+		{name: "already largest first", sizes: []int64{9, 2}, want: []int{0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, LargestFirst(tc.sizes)) })
+	}
+}
