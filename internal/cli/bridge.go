@@ -23,7 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
-	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/source"
@@ -91,13 +91,13 @@ stops gracefully on SIGINT or SIGTERM.`,
 	fl := cmd.Flags()
 	f.clusterFlags.register(fl)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's `NAMESPACE` (default: $POD_NAMESPACE, else the service account's, else the context's)")
-	fl.StringVar(&f.conditionName, "operator-condition-name", "", "the OperatorCondition's `NAME` (default: $"+bridge.EnvOperatorConditionName+", which OLM sets)")
+	fl.StringVar(&f.conditionName, "operator-condition-name", "", "the OperatorCondition's `NAME` (default: $"+controller.EnvOperatorConditionName+", which OLM sets)")
 	f.sourceFlags.register(cmd)
 	cmd.MarkFlagsRequiredTogether("crd", "source")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", sidecar.MetricsPort), "the `ADDR` where controller-runtime serves /metrics (\"0\": off); localhost unless asked")
 	fl.BoolVar(&f.metricsSecure, sidecar.FlagMetricsSecure, false, "serve /metrics over HTTPS, only to clients the apiserver authenticates and authorizes for it (controller-runtime's filter: needs create on tokenreviews and subjectaccessreviews)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", fmt.Sprintf(":%d", sidecar.ProbePort), "the `ADDR` where /healthz and /readyz are served (\"0\": off)")
-	fl.DurationVar(&f.resync, "resync", bridge.DefaultResync, "decide again after this `DURATION` without an event (it bounds how long an OperatorCondition OLM made again goes without the entry)")
+	fl.DurationVar(&f.resync, "resync", controller.DefaultResync, "decide again after this `DURATION` without an event (it bounds how long an OperatorCondition OLM made again goes without the entry)")
 	fl.IntVar(&f.verbosity, "verbosity", 0, "log verbosity `N` (klog's -v)")
 	return cmd
 }
@@ -121,8 +121,8 @@ func (a *app) runBridge(f bridgeFlags) error {
 	if ns == "" {
 		return usagef("no namespace: give -n, or set POD_NAMESPACE (the downward API's metadata.namespace)")
 	}
-	name := firstOf(f.conditionName, os.Getenv(bridge.EnvOperatorConditionName))
-	opts := bridge.Options{Namespace: ns, ConditionName: name, Resync: f.resync, Log: log.WithName("bridge")}
+	name := firstOf(f.conditionName, os.Getenv(controller.EnvOperatorConditionName))
+	opts := controller.Options{Namespace: ns, ConditionName: name, Resync: f.resync, Log: log.WithName("bridge")}
 	sctx, err := f.resolve()
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func (a *app) runBridge(f bridgeFlags) error {
 	if err != nil {
 		return fmt.Errorf("bridge: starting the manager: %w", err)
 	}
-	var runner atomic.Pointer[bridge.Runner]
+	var runner atomic.Pointer[controller.Runner]
 	if fromCluster {
 		// The status source is the pod's copy of the CSV's annotation, or
 		// the running CSV's, resolved once the cluster lets it be: a
@@ -159,8 +159,8 @@ func (a *app) runBridge(f bridgeFlags) error {
 			return runFromCluster(ctx, cfg, annotation, opts, &runner)
 		}))
 	} else {
-		var r *bridge.Runner
-		if r, err = bridge.SetupWithManager(mgr, opts); err == nil {
+		var r *controller.Runner
+		if r, err = controller.SetupWithManager(mgr, opts); err == nil {
 			runner.Store(r)
 		}
 	}
@@ -184,7 +184,7 @@ func (a *app) runBridge(f bridgeFlags) error {
 // runFromCluster resolves the status source from the cluster (retrying
 // with a backoff from 1 s to 30 s, logging why, until ctx is done), then
 // runs the bridge on it. Nothing is written before it is resolved.
-func runFromCluster(ctx gocontext.Context, cfg *rest.Config, annotation string, opts bridge.Options, runner *atomic.Pointer[bridge.Runner]) error {
+func runFromCluster(ctx gocontext.Context, cfg *rest.Config, annotation string, opts controller.Options, runner *atomic.Pointer[controller.Runner]) error {
 	wait := time.Second
 	for {
 		err := clusterSource(ctx, cfg, annotation, &opts)
@@ -199,7 +199,7 @@ func runFromCluster(ctx gocontext.Context, cfg *rest.Config, annotation string, 
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
-	r, err := bridge.New(cfg, opts)
+	r, err := controller.New(cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func runFromCluster(ctx gocontext.Context, cfg *rest.Config, annotation string, 
 // (the pod's copy, else the running CSV's), its kind's resource and scope
 // from discovery, and its token types from the schema the cluster serves
 // (source.ServedTokens: never a guess).
-func clusterSource(ctx gocontext.Context, cfg *rest.Config, annotation string, opts *bridge.Options) (err error) {
+func clusterSource(ctx gocontext.Context, cfg *rest.Config, annotation string, opts *controller.Options) (err error) {
 	defer func() {
 		// A 404 (the running CSV, the kind's discovery): the CRD not
 		// installed, or no apiserver at all.
@@ -248,9 +248,9 @@ func clusterSource(ctx gocontext.Context, cfg *rest.Config, annotation string, o
 
 // runningCSVAnnotation reads the status-source annotation of the running
 // CSV, for a bridge run without $STATUSCHECK_STATUS_SOURCE.
-func runningCSVAnnotation(ctx gocontext.Context, cfg *rest.Config, opts *bridge.Options) (string, error) {
+func runningCSVAnnotation(ctx gocontext.Context, cfg *rest.Config, opts *controller.Options) (string, error) {
 	if opts.ConditionName == "" {
-		return "", fmt.Errorf("no status source: give --bundle or --crd with --source, or run where OLM sets %s", bridge.EnvOperatorConditionName)
+		return "", fmt.Errorf("no status source: give --bundle or --crd with --source, or run where OLM sets %s", controller.EnvOperatorConditionName)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -268,7 +268,7 @@ func runningCSVAnnotation(ctx gocontext.Context, cfg *rest.Config, opts *bridge.
 }
 
 // sourceOptions gives the runner a resolved status source.
-func sourceOptions(opts *bridge.Options, sctx *source.Context) {
+func sourceOptions(opts *controller.Options, sctx *source.Context) {
 	opts.Source, opts.Tokens, opts.Namespaced, opts.Resource = sctx.Source, sctx.Tokens, sctx.Namespaced, sctx.GVR()
 }
 

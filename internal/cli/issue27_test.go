@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
@@ -433,7 +433,7 @@ func TestItemNotAnAPIServer(t *testing.T) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	require.NoError(t, err)
 	for _, annotation := range []string{`{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","name":"cool-operator"}`, ""} {
-		opts := bridge.Options{Namespace: "cool", ConditionName: "cool.v1"}
+		opts := controller.Options{Namespace: "cool", ConditionName: "cool.v1"}
 		err = clusterSource(gocontext.Background(), cfg, annotation, &opts)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), want, "annotation %q", annotation)

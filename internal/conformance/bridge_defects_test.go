@@ -21,6 +21,7 @@ import (
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/kubetest"
 	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 )
 
 // Issue 25's defects, each on a real apiserver with the runner as
@@ -31,16 +32,16 @@ import (
 
 // newRunner is a runner the test syncs by hand (no watches, no resync),
 // so each defect's interleaving is played exactly.
-func newRunner(t *testing.T, c *cluster, src *v1alpha1.StatusSource) (*bridge.Runner, *prometheus.Registry) {
+func newRunner(t *testing.T, c *cluster, src *v1alpha1.StatusSource) (*controller.Runner, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	r, err := bridge.New(kubeConfig(t), bridge.Options{Source: src, Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
+	r, err := controller.New(kubeConfig(t), controller.Options{Source: src, Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
 		ConditionName: "cool.v1", Log: testr.New(t), Registerer: reg})
 	require.NoError(t, err)
 	return r, reg
 }
 
-func sync1(t *testing.T, r *bridge.Runner) {
+func sync1(t *testing.T, r *controller.Runner) {
 	t.Helper()
 	require.NoError(t, r.Sync(context.Background(), time.Time{}))
 }
@@ -194,7 +195,7 @@ func TestDefect3RequestStateLivesInTheCluster(t *testing.T) {
 		b, regB := newRunner(t, c, src)
 		c.createCSV("cool.v2", "cool.v1")
 		var wg sync.WaitGroup
-		for _, r := range []*bridge.Runner{a, b} {
+		for _, r := range []*controller.Runner{a, b} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -248,7 +249,7 @@ func TestDefect5DuplicateEntriesAreFolded(t *testing.T) {
 func TestDefect6StopWithdrawsTrue(t *testing.T) {
 	c := setUp(t, installCool(t))
 	reg := prometheus.NewRegistry()
-	r, err := bridge.New(kubeConfig(t), bridge.Options{Source: coolSource(c), Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
+	r, err := controller.New(kubeConfig(t), controller.Options{Source: coolSource(c), Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
 		ConditionName: "cool.v1", Resync: 100 * time.Millisecond, Log: testr.New(t), Registerer: reg})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -316,7 +317,7 @@ func TestReviewRefusedRequestLeavesNoTrue(t *testing.T) {
 
 	cfg := rest.CopyConfig(kubeConfig(t))
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return refusePatches{rt} }
-	refused, err := bridge.New(cfg, bridge.Options{Source: src, Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
+	refused, err := controller.New(cfg, controller.Options{Source: src, Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
 		ConditionName: "cool.v1", Log: testr.New(t), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	require.NoError(t, c.csvs().Delete(context.Background(), "cool.v2", metav1.DeleteOptions{}))
@@ -335,7 +336,7 @@ func TestReviewUnreadableCRIsFalse(t *testing.T) {
 	r, _ := newRunner(t, c, coolSource(c))
 	sync1(t, r)
 	c.entryIs("True", bridge.ReasonUpgradeable)
-	gone, err := bridge.New(kubeConfig(t), bridge.Options{Source: coolSource(c), Resource: schema.GroupVersionResource{Group: "cool.operators.corp", Version: "v9", Resource: "cooloperators"},
+	gone, err := controller.New(kubeConfig(t), controller.Options{Source: coolSource(c), Resource: schema.GroupVersionResource{Group: "cool.operators.corp", Version: "v9", Resource: "cooloperators"},
 		Namespaced: true, Namespace: c.ns, ConditionName: "cool.v1", Log: testr.New(t), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	assert.Error(t, gone.Sync(context.Background(), time.Time{}))

@@ -28,19 +28,20 @@ import (
 	"github.com/statuscheck/statuscheck/internal/kubetest"
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 )
 
 // startBridge runs a bridge for the cluster's CR and its OperatorCondition
 // cool.v1 until the test ends; it returns the runner and its registry.
-func startBridge(t *testing.T, c *cluster, src *v1alpha1.StatusSource, mutate func(*bridge.Options)) (*bridge.Runner, *prometheus.Registry) {
+func startBridge(t *testing.T, c *cluster, src *v1alpha1.StatusSource, mutate func(*controller.Options)) (*controller.Runner, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	opts := bridge.Options{Source: src, Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns, ConditionName: "cool.v1",
+	opts := controller.Options{Source: src, Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns, ConditionName: "cool.v1",
 		Resync: 200 * time.Millisecond, Log: testr.New(t), Registerer: reg}
 	if mutate != nil {
 		mutate(&opts)
 	}
-	r, err := bridge.NewWithClient(c.dyn, opts)
+	r, err := controller.NewWithClient(c.dyn, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -178,7 +179,7 @@ func TestBridgeNeverCrashesOverAMissingFeature(t *testing.T) {
 	srv := kubetest.Get(t)
 	srv.InstallOLM(t)
 	t.Run("no OperatorCondition name", func(t *testing.T) {
-		r, err := bridge.NewWithClient(srv.Dynamic, bridge.Options{Source: &v1alpha1.StatusSource{APIVersion: "a.io/v1", Kind: "A", Name: "a"}, Registerer: prometheus.NewRegistry(), Log: testr.New(t)})
+		r, err := controller.NewWithClient(srv.Dynamic, controller.Options{Source: &v1alpha1.StatusSource{APIVersion: "a.io/v1", Kind: "A", Name: "a"}, Registerer: prometheus.NewRegistry(), Log: testr.New(t)})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
@@ -192,7 +193,7 @@ func TestBridgeNeverCrashesOverAMissingFeature(t *testing.T) {
 			"metadata": map[string]interface{}{"name": "x.v1", "namespace": ns}}}
 		_, err := srv.Dynamic.Resource(ocGVR).Namespace(ns).Create(context.Background(), oc, metav1.CreateOptions{})
 		require.NoError(t, err)
-		r, err := bridge.NewWithClient(srv.Dynamic, bridge.Options{Source: &v1alpha1.StatusSource{APIVersion: "not.served.io/v1", Kind: "Nope", Name: "n"},
+		r, err := controller.NewWithClient(srv.Dynamic, controller.Options{Source: &v1alpha1.StatusSource{APIVersion: "not.served.io/v1", Kind: "Nope", Name: "n"},
 			Resource: schema.GroupVersionResource{Group: "not.served.io", Version: "v1", Resource: "nopes"}, Namespaced: true, Namespace: ns, ConditionName: "x.v1",
 			Resync: 50 * time.Millisecond, Registerer: reg, Log: testr.New(t)})
 		require.NoError(t, err)
@@ -279,7 +280,7 @@ func TestBridgeSurvivesACutApiserver(t *testing.T) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", testutil.KubeconfigVia(t, kubetest.Get(t).Kubeconfig, px.Addr()))
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	r, err := bridge.New(cfg, bridge.Options{Source: coolSource(c), Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
+	r, err := controller.New(cfg, controller.Options{Source: coolSource(c), Resource: c.cool.in.GVR("v1beta1"), Namespaced: true, Namespace: c.ns,
 		ConditionName: "cool.v1", Resync: 200 * time.Millisecond, Log: testr.New(t), Registerer: reg})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

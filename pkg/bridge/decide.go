@@ -3,8 +3,10 @@
 // conditions, and the bridge writes the Upgradeable entry of the
 // OperatorCondition's spec.conditions from them (docs/contract.md;
 // docs/bridge.md). This file is its pure decision: values in, values out,
-// on the gate code validate and simulate use (package contract); the
-// runner that reads and writes the cluster is apart from it.
+// on the gate code validate and simulate use (package contract). The
+// runner that reads and writes the cluster is package bridge/controller,
+// so that validate and simulate, which decide as the bridge does, do not
+// link controller-runtime.
 //
 // The decision fails closed: the entry is True only where the contract's
 // gate allows on the state just read, and False (never Unknown: OLM's

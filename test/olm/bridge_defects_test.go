@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 )
 
 // Issue 25's defects 1 to 6 on real OLM v0.46.0, each with the bridge as
@@ -346,7 +347,7 @@ func TestDefect6StopWithdrawsTrue(t *testing.T) {
 func TestBridgeWindowOperatorConditionMadeAgain(t *testing.T) {
 	w := newWorld(t, "none")
 	w.running(false)
-	w.bridgeProcess(w.c.Kubeconfig, "--bundle", w.bundle, "--resync", bridge.DefaultResync.String())
+	w.bridgeProcess(w.c.Kubeconfig, "--bundle", w.bundle, "--resync", controller.DefaultResync.String())
 	gen := w.generation()
 	w.reports(metav1.ConditionFalse, "Migrating", gen)
 	w.waitOCSpec(v1, metav1.ConditionFalse, "Migrating")
@@ -362,5 +363,5 @@ func TestBridgeWindowOperatorConditionMadeAgain(t *testing.T) {
 	w.waitOCSpec(v1, metav1.ConditionFalse, "Migrating")
 	window := time.Since(deleted)
 	t.Logf("OperatorCondition deleted: OLM made it again, empty, %s later; the bridge's entry was back %s after the delete (--resync %s)",
-		remade.Round(time.Millisecond), window.Round(time.Millisecond), bridge.DefaultResync)
+		remade.Round(time.Millisecond), window.Round(time.Millisecond), controller.DefaultResync)
 }

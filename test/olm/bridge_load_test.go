@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 )
 
 // TestBridgeLoad is TestNativeLoad's measure (native_load_test.go) on
@@ -26,13 +27,13 @@ import (
 //
 // The bounds: with no event in the window the bridge syncs once a resync,
 // and a sync reads the OperatorCondition and the CR afresh (it cannot
-// watch the OperatorCondition; bridge.DefaultResync), so its GETs of each
+// watch the OperatorCondition; controller.DefaultResync), so its GETs of each
 // are its syncs (statuscheck_bridge_decisions_total), give or take a sync
 // that straddles a scrape, and its syncs are at most window/resync plus
 // one (fewer: the wait starts when a sync ends); it writes nothing while nothing changes; it keeps exactly one
 // WATCH of the CR (field-selected to it) open and never relists.
 func TestBridgeLoad(t *testing.T) {
-	for _, resync := range []time.Duration{bridge.DefaultResync, time.Second} {
+	for _, resync := range []time.Duration{controller.DefaultResync, time.Second} {
 		t.Run("resync "+resync.String(), func(t *testing.T) {
 			w := newWorld(t, "none")
 			w.running(false)

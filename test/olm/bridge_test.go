@@ -34,6 +34,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/source"
@@ -49,7 +50,7 @@ func (w *world) bridgeRun(process bool) {
 	}
 	sctx, err := source.FromBundle(w.bundle)
 	require.NoError(w.t, err)
-	r, err := bridge.NewWithClient(w.c.Dyn, bridge.Options{Source: sctx.Source, Tokens: sctx.Tokens, Resource: coolGVR, Namespaced: true,
+	r, err := controller.NewWithClient(w.c.Dyn, controller.Options{Source: sctx.Source, Tokens: sctx.Tokens, Resource: coolGVR, Namespaced: true,
 		Namespace: w.ns, ConditionName: v1, Resync: time.Second, Log: testr.New(w.t), Registerer: prometheus.NewRegistry()})
 	require.NoError(w.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -561,7 +562,7 @@ func generatedBridge(t *testing.T, dir string, adjust func(*operatorsv1alpha1.Cl
 	dep, err := w.c.Kube.AppsV1().Deployments(w.ns).Get(context.Background(), decl.Deployment, metav1.GetOptions{})
 	require.NoError(t, err, "the Deployment OLM made")
 	env := slices.DeleteFunc(downwardEnv(t, dep, decl.Container), func(kv string) bool { return strings.HasPrefix(kv, leave+"=") })
-	require.Contains(t, env, bridge.EnvOperatorConditionName+"="+v1, "OLM's variable")
+	require.Contains(t, env, controller.EnvOperatorConditionName+"="+v1, "OLM's variable")
 
 	kc, err := clientcmd.LoadFromFile(w.c.Kubeconfig)
 	require.NoError(t, err)

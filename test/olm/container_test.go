@@ -29,6 +29,7 @@ import (
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/internal/testutil/kubelet"
 	"github.com/statuscheck/statuscheck/pkg/bridge"
+	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 )
 
@@ -70,8 +71,8 @@ func (w *world) sidecarPodOf(csv string, probePeriod time.Duration) *kubelet.Con
 	i := slices.IndexFunc(dep.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == decl.Container })
 	require.GreaterOrEqual(w.t, i, 0)
 	ctr := dep.Spec.Template.Spec.Containers[i]
-	require.True(w.t, slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == bridge.EnvOperatorConditionName && e.Value == csv }),
-		"OLM injected %s=%s into the sidecar", bridge.EnvOperatorConditionName, csv)
+	require.True(w.t, slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == controller.EnvOperatorConditionName && e.Value == csv }),
+		"OLM injected %s=%s into the sidecar", controller.EnvOperatorConditionName, csv)
 
 	pod := kubelet.FromTemplate(w.ns, dep.Name+"-"+csv, dep.Spec.Template)
 	tr, err := w.c.Kube.CoreV1().ServiceAccounts(w.ns).CreateToken(ctx, pod.ServiceAccountName,
@@ -226,7 +227,7 @@ func TestBridgeStartUpWindow(t *testing.T) {
 		}
 		return slices.ContainsFunc(dep.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
 			return c.Name == decl.Container && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
-				return e.Name == bridge.EnvOperatorConditionName && e.Value == to
+				return e.Name == controller.EnvOperatorConditionName && e.Value == to
 			})
 		})
 	}

@@ -1,4 +1,12 @@
-package bridge
+// Package controller is the bridge's runner: a controller-runtime
+// Runnable that reads the CR and the OperatorCondition from the cluster,
+// asks package bridge's pure decision (bridge.Decide) what the
+// OperatorCondition's Upgradeable entry must say, and writes it, with
+// conflict retries, events, metrics on controller-runtime's registry and
+// a withdrawal on stop (docs/bridge.md). It is apart from the decision so
+// that what only decides (validate, simulate's explorer) does not link
+// controller-runtime and client-go's clients.
+package controller
 
 import (
 	"context"
@@ -28,6 +36,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/jsonobj"
+	"github.com/statuscheck/statuscheck/pkg/bridge"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -265,7 +274,7 @@ func (r *Runner) stop() {
 		if err != nil {
 			return err
 		}
-		d, changed := Stopped(oc, r.opts.Now())
+		d, changed := bridge.Stopped(oc, r.opts.Now())
 		if !changed {
 			return nil
 		}
@@ -274,7 +283,7 @@ func (r *Runner) stop() {
 			if err != nil {
 				return err
 			}
-			if next := Replacing(r.opts.ConditionName, csvs); next != "" {
+			if next := bridge.Replacing(r.opts.ConditionName, csvs); next != "" {
 				log.Info("stopping while " + next + " replaces " + r.opts.ConditionName + ": the entry is left as it is")
 				return nil
 			}
@@ -283,7 +292,7 @@ func (r *Runner) stop() {
 			return err
 		}
 		r.metrics.upgradeable.Set(0)
-		log.Info("withdrew Upgradeable=True on stopping", "reason", ReasonStopped)
+		log.Info("withdrew Upgradeable=True on stopping", "reason", bridge.ReasonStopped)
 		return nil
 	})
 	switch {
@@ -375,7 +384,7 @@ func (r *Runner) readOC(ctx context.Context) (*unstructured.Unstructured, *opera
 
 // writeOC writes a decision's spec.conditions and the digest of its
 // entry (AnnotationEntry) to the OperatorCondition u was read as.
-func (r *Runner) writeOC(ctx context.Context, u *unstructured.Unstructured, d Decision) error {
+func (r *Runner) writeOC(ctx context.Context, u *unstructured.Unstructured, d bridge.Decision) error {
 	list := make([]interface{}, 0, len(d.Conditions))
 	for i := range d.Conditions {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&d.Conditions[i])
@@ -391,9 +400,9 @@ func (r *Runner) writeOC(ctx context.Context, u *unstructured.Unstructured, d De
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[AnnotationEntry] = d.Digest
+	ann[bridge.AnnotationEntry] = d.Digest
 	u.SetAnnotations(ann)
-	_, err := r.client.Resource(contract.OperatorConditionResource).Namespace(r.opts.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err := r.client.Resource(contract.OperatorConditionResource).Namespace(r.opts.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: bridge.FieldManager})
 	if err == nil {
 		r.wrote.Store(true)
 	}
@@ -422,7 +431,7 @@ func (r *Runner) syncOnce(ctx context.Context, seen time.Time) error {
 	case err != nil:
 		err = fmt.Errorf("reading %s %s: %w", r.opts.Source.Kind, r.opts.Source.Name, err)
 		// Fail closed: no True stays that nothing can check.
-		if d, changed := Unreadable(oc, err, r.opts.Now()); changed {
+		if d, changed := bridge.Unreadable(oc, err, r.opts.Now()); changed {
 			if werr := r.writeOC(ctx, u, d); werr != nil {
 				return errors.Join(err, werr)
 			}
@@ -432,13 +441,13 @@ func (r *Runner) syncOnce(ctx context.Context, seen time.Time) error {
 		}
 		return err
 	}
-	in := Input{Source: r.opts.Source, Tokens: r.opts.Tokens, CR: cr, OC: oc, Running: r.opts.ConditionName, Now: r.opts.Now()}
+	in := bridge.Input{Source: r.opts.Source, Tokens: r.opts.Tokens, CR: cr, OC: oc, Running: r.opts.ConditionName, Now: r.opts.Now()}
 	if r.opts.Source.Mode() == v1alpha1.HandshakeRequestAck {
 		if in.CSVs, err = r.csvs(ctx); err != nil {
 			return err
 		}
 	}
-	d := Decide(in)
+	d := bridge.Decide(in)
 	r.setYield(d.Yield, oc)
 	if d.Yield != "" {
 		r.metrics.upgradeable.Set(-1)
@@ -460,7 +469,7 @@ func (r *Runner) syncOnce(ctx context.Context, seen time.Time) error {
 	if d.Request != nil && cr != nil {
 		// Under the CR's resourceVersion: a conflict means another replica
 		// or writer was first, and the sync decides again on what it reads.
-		if _, err := r.crResource().Patch(ctx, cr.GetName(), types.MergePatchType, []byte(jsonobj.Compact(d.Request.Patch)), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		if _, err := r.crResource().Patch(ctx, cr.GetName(), types.MergePatchType, []byte(jsonobj.Compact(d.Request.Patch)), metav1.PatchOptions{FieldManager: bridge.FieldManager}); err != nil {
 			return fmt.Errorf("writing upgrade request %d to %s %s: %w", d.Request.Record.Token, r.opts.Source.Kind, cr.GetName(), err)
 		}
 		if d.Request.Withdraw {
@@ -511,7 +520,7 @@ func (r *Runner) event(oc *operatorsv2.OperatorCondition, reason, msg string) {
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: oc.Name + ".", Namespace: r.opts.Namespace},
 		InvolvedObject: corev1.ObjectReference{APIVersion: operatorsv2.GroupVersion.String(), Kind: "OperatorCondition", Name: oc.Name, Namespace: oc.Namespace, UID: oc.UID},
 		Reason:         reason, Message: msg, Type: corev1.EventTypeWarning, FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		Source: corev1.EventSource{Component: FieldManager},
+		Source: corev1.EventSource{Component: bridge.FieldManager},
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ev)
 	if err != nil {
