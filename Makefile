@@ -12,6 +12,7 @@ all: build test
 
 build:
 	$(GO) build -o $(BIN) ./cmd/statuscheck
+	$(GO) build -o $(dir $(BIN))statuscheck-cluster ./cmd/statuscheck-cluster
 	$(GO) build -o bin/statuscheck-sdk-validator ./cmd/statuscheck-sdk-validator
 
 ## cross: the commands build for the other systems operator authors use, Windows and macOS
@@ -156,7 +157,7 @@ image:
 	  arch=$${p#linux/}; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath \
 	    -ldflags "-s -w -X github.com/statuscheck/statuscheck/internal/cli.buildVersion=$(IMAGE_VERSION)" \
-	    -o bin/image/linux-$$arch/statuscheck ./cmd/statuscheck || exit 1; \
+	    -o bin/image/linux-$$arch/ ./cmd/statuscheck ./cmd/statuscheck-cluster || exit 1; \
 	done
 	if $(PODMAN) manifest exists $(IMAGE); then $(PODMAN) manifest rm $(IMAGE) >/dev/null; \
 	elif $(PODMAN) image exists $(IMAGE); then $(PODMAN) rmi -f $(IMAGE) >/dev/null; fi

@@ -20,9 +20,23 @@ import (
 
 // Main runs statuscheck with args (without the program name) and returns
 // the process exit code: 0 clean, 1 findings at or above --fail-on, 2 the
-// tool could not do its job.
+// tool could not do its job. The cluster commands are not linked: Main
+// refuses them (Run runs them).
 func Main(args []string, stdout, stderr io.Writer) int {
-	app := &app{stdout: stdout, stderr: stderr}
+	return Run(args, stdout, stderr, Options{})
+}
+
+// Run is Main with the cluster commands where opts says they are:
+// cmd/statuscheck forwards them to ClusterBinary, which links them.
+func Run(args []string, stdout, stderr io.Writer, opts Options) int {
+	app := &app{stdout: stdout, stderr: stderr, opts: opts}
+	if opts.Cluster == nil && opts.Forward != nil && isClusterCompletion(args) {
+		if err := app.forward(args); err != nil {
+			fmt.Fprintf(stderr, "statuscheck: %v\n", err)
+			return result.ExitFailure
+		}
+		return app.code
+	}
 	root := app.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -42,8 +56,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return app.code
 }
 
+// Command is statuscheck's command tree, writing to stdout and stderr,
+// with the cluster commands where opts says they are; nothing runs until
+// it is executed. Tools that walk the tree (documentation, completion)
+// start here.
+func Command(stdout, stderr io.Writer, opts Options) *cobra.Command {
+	return (&app{stdout: stdout, stderr: stderr, opts: opts}).rootCommand()
+}
+
 type app struct {
 	stdout, stderr io.Writer
+	// opts say where the cluster commands are.
+	opts Options
 	// code is the exit code a command decided on.
 	code int
 	// progressShown is set while a progress line is on stderr.
@@ -149,7 +173,8 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 could not run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.recordCommand(), a.rulesCommand(), a.versionCommand(), a.bridgeCommand(), a.gateCommand())
+	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.rulesCommand(), a.versionCommand())
+	root.AddCommand(a.clusterCommands()...)
 	// cobra's own completion command: bash, zsh, fish and powershell. Its
 	// scripts are written where the root writes (cobra takes the writer
 	// when it makes the command).

@@ -2,45 +2,34 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/statuscheck/statuscheck/pkg/source"
 )
 
-// sourceFlags name the status source as simulate, record and bridge take
-// it: --bundle, or --crd with --source.
-type sourceFlags struct {
-	bundleDir, crdFile, source string
+// SourceFlags name the status source as simulate, record, gate and the
+// bridge take it: --bundle, or --crd with --source.
+type SourceFlags struct {
+	BundleDir, CRDFile, Source string
 }
 
-// register defines the three flags on cmd; --bundle excludes the others.
-func (s *sourceFlags) register(cmd *cobra.Command) {
+// Register defines the three flags on cmd; --bundle excludes the others.
+func (s *SourceFlags) Register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&s.bundleDir, "bundle", "", "take the status source and its CRD from the bundle `DIR`")
-	fl.StringVar(&s.crdFile, "crd", "", "the CRD `PATH`, a file or a directory of CRD files, for an operator deployed without OLM (with --source)")
-	fl.StringVar(&s.source, "source", "", "the status source as `GROUP/VERSION/KIND[/NAMESPACE]/NAME` (with --crd)")
+	fl.StringVar(&s.BundleDir, "bundle", "", "take the status source and its CRD from the bundle `DIR`")
+	fl.StringVar(&s.CRDFile, "crd", "", "the CRD `PATH`, a file or a directory of CRD files, for an operator deployed without OLM (with --source)")
+	fl.StringVar(&s.Source, "source", "", "the status source as `GROUP/VERSION/KIND[/NAMESPACE]/NAME` (with --crd)")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "crd")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "source")
 }
 
-// resolve resolves --bundle, or --crd with --source (nil when neither was
+// Resolve resolves --bundle, or --crd with --source (nil when neither was
 // given).
-func (s sourceFlags) resolve() (*source.Context, error) {
+func (s SourceFlags) Resolve() (*source.Context, error) {
 	switch {
-	case s.bundleDir != "":
-		return source.FromBundle(s.bundleDir)
-	case s.crdFile != "":
-		return source.FromCRD(s.crdFile, s.source)
+	case s.BundleDir != "":
+		return source.FromBundle(s.BundleDir)
+	case s.CRDFile != "":
+		return source.FromCRD(s.CRDFile, s.Source)
 	}
 	return nil, nil
-}
-
-// clusterFlags are how a command reaches the cluster, as kubectl does.
-type clusterFlags struct {
-	kubeconfig, kubeContext string
-}
-
-func (c *clusterFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&c.kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
-	fl.StringVar(&c.kubeContext, "context", "", "the kubeconfig context `NAME` to use (default: its current context)")
 }

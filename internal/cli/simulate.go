@@ -26,7 +26,7 @@ import (
 )
 
 type simulateFlags struct {
-	sourceFlags
+	SourceFlags
 	policy, format, output *enumFlag
 	failOn                 *enumFlag
 	explore                bool
@@ -101,7 +101,7 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 				if len(args) != 0 {
 					return usagef("--explore takes no TRACE: it builds the traces itself")
 				}
-				if f.bundleDir == "" && (f.crdFile == "" || f.source == "") {
+				if f.BundleDir == "" && (f.CRDFile == "" || f.Source == "") {
 					return usagef("--explore needs the status source: --bundle, or --crd with --source")
 				}
 				if f.output.value == "html" {
@@ -111,7 +111,7 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 				if err != nil {
 					return usagef("--faults: %v", err)
 				}
-				if faults != 0 && !f.bridge && f.bundleDir == "" {
+				if faults != 0 && !f.bridge && f.BundleDir == "" {
 					return usagef("--faults are the bridge's: they go with --bridge")
 				}
 				code, err := a.runExplore(f, faults)
@@ -124,7 +124,7 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 			if len(args) != 1 {
 				return usagef("simulate needs a TRACE (or --explore)")
 			}
-			if f.source != "" && f.crdFile == "" {
+			if f.Source != "" && f.CRDFile == "" {
 				return usagef("--source needs --crd: the CRD of the object it names")
 			}
 			if cmd.Flags().Changed("depth") || f.counterexamples != "" || cmd.Flags().Changed("timeout") || cmd.Flags().Changed("faults") || f.startUp {
@@ -139,7 +139,7 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 		},
 	}
 	fl := cmd.Flags()
-	f.sourceFlags.register(cmd)
+	f.SourceFlags.Register(cmd)
 	fl.Var(f.policy, "policy", "gate policy: olm, strict, naive (the historical gate) or all (side by side; the exit code from olm and strict)")
 	fl.Var(f.format, "format", "trace format: auto, trace, snapshots or audit")
 	fl.VarP(f.output, "output", "o", "output: text (a timeline), json or html (html for a replay; --explore writes text or json)")
@@ -191,18 +191,18 @@ func replayHint(path string) string {
 func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 	var ctx *source.Context
 	var err error
-	if crd := replayHint(path); crd != "" && f.crdFile == "" && f.bundleDir == "" {
+	if crd := replayHint(path); crd != "" && f.CRDFile == "" && f.BundleDir == "" {
 		// Without the CRD the apiserver's pruning and defaulting, which
 		// the trace's steps depend on, are not applied: the replay would
 		// report violations the trace does not have.
 		return 0, usagef("%s needs --crd %s (its header says so: the apiserver's pruning and defaulting decide its steps)", path, crd)
 	}
-	if f.crdFile != "" && f.source == "" {
+	if f.CRDFile != "" && f.Source == "" {
 		// --crd alone: the trace's own statusSource names the object.
 		if ctx, err = declaredContext(path, f); err != nil {
 			return 0, err
 		}
-	} else if ctx, err = f.resolve(); err != nil {
+	} else if ctx, err = f.Resolve(); err != nil {
 		return 0, err
 	}
 	opts := trace.OpenOptions{Format: trace.Format(f.format.value), Limits: trace.DefaultLimits}
@@ -315,7 +315,7 @@ func declaredContext(path string, f simulateFlags) (*source.Context, error) {
 	if declared == nil {
 		return nil, usagef("%s: %s declares no statusSource", need, path)
 	}
-	return source.FromCRDFor(f.crdFile, declared, "the trace's statusSource")
+	return source.FromCRDFor(f.CRDFile, declared, "the trace's statusSource")
 }
 
 type exploreJSON struct {
@@ -352,7 +352,7 @@ const (
 // output once every search has succeeded: a run that ends in an error
 // (exit 2) leaves stdout empty, never half a result (issue 27, item 7).
 func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
-	sctx, err := f.resolve()
+	sctx, err := f.Resolve()
 	if err != nil {
 		return 0, err
 	}

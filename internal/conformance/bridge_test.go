@@ -256,7 +256,7 @@ func TestBridgeCommand(t *testing.T) {
 	case err := <-exited:
 		assert.NoError(t, err, "exit 0 on SIGTERM: %s", stderr.String())
 		// The binary's own VmHWM: a child's rusage counts the test
-		// process's pages too (see cmd/statuscheck, peakMemoryEnv).
+		// process's pages too (see internal/cli, PeakMemoryEnv).
 		if m := regexp.MustCompile(`peak memory (\d+) kB`).FindStringSubmatch(stderr.String()); m != nil {
 			kb, _ := strconv.Atoi(m[1])
 			t.Logf("statuscheck bridge: CPU %s, peak RSS %d MiB", (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Round(time.Millisecond), kb>>10)

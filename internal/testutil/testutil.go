@@ -117,9 +117,11 @@ var (
 	binErr  error
 )
 
-// Binary builds cmd/statuscheck once per test binary, into a directory
-// that lives as long as the process, and returns its path: the tests that
-// run the real binary as a subprocess share it. Its directory is
+// Binary builds cmd/statuscheck once per test binary, with
+// cmd/statuscheck-cluster beside it (where statuscheck runs the cluster
+// commands), into a directory that lives as long as the process, and
+// returns statuscheck's path: the tests that run the real binary as a
+// subprocess share it. Its directory is
 // world-readable, so that tests may run it as another user. TestMain
 // removes it with RemoveBinary. STATUSCHECK_BINARY, when set, names a
 // binary to run instead (one of earlier code, to watch a test fail on it).
@@ -144,7 +146,7 @@ func Binary(tb testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "statuscheck")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/statuscheck")
+		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/statuscheck", "./cmd/statuscheck-cluster")
 		cmd.Dir = RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("building statuscheck: %v\n%s", err, out)

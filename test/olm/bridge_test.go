@@ -107,7 +107,7 @@ func (w *world) startBridge(kubeconfig string, env []string, args ...string) *br
 	w.t.Cleanup(func() {
 		assert.NoError(w.t, p.stop(), "exit 0 on SIGTERM; stderr:\n%s", p.stderr)
 		// The binary's own VmHWM (a child's rusage counts this test
-		// process's pages too; cmd/statuscheck, peakMemoryEnv).
+		// process's pages too; internal/cli, PeakMemoryEnv).
 		if m := regexp.MustCompile(`peak memory (\d+) kB`).FindStringSubmatch(p.stderr.String()); m != nil && p.cmd.ProcessState != nil {
 			kb, _ := strconv.Atoi(m[1])
 			w.t.Logf("statuscheck bridge: CPU %s over %s, peak RSS %d MiB",

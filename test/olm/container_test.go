@@ -84,7 +84,7 @@ func (w *world) sidecarPodOf(csv string, probePeriod time.Duration) *kubelet.Con
 	pod.APIServer = u.Host
 	pod.CA = servingCA(w.t, u.Host)
 	pod.ProbePeriod = probePeriod
-	// The binary's own peak memory on exit (cmd/statuscheck, peakMemoryEnv).
+	// The binary's own peak memory on exit (internal/cli, PeakMemoryEnv).
 	pod.ExtraEnv = []corev1.EnvVar{{Name: "STATUSCHECK_DEBUG_PEAK_MEMORY", Value: "1"}}
 	c, err := kubelet.Run(ctx, w.t, pod, ctr)
 	require.NoError(w.t, err, "the kubelet would start the sidecar")

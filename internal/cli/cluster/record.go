@@ -1,4 +1,4 @@
-package cli
+package cluster
 
 import (
 	gocontext "context"
@@ -17,13 +17,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/statuscheck/statuscheck/internal/cli"
 	"github.com/statuscheck/statuscheck/pkg/record"
 	"github.com/statuscheck/statuscheck/pkg/report"
 )
 
 type recordFlags struct {
 	clusterFlags
-	sourceFlags
+	cli.SourceFlags
 	namespace string
 	out       string
 	duration  time.Duration
@@ -32,8 +33,8 @@ type recordFlags struct {
 func (a *app) recordCommand() *cobra.Command {
 	var f recordFlags
 	cmd := &cobra.Command{
-		Use:   "record",
-		Short: "Record a live status source into a trace that simulate replays",
+		Use:   cli.ClusterCommand("record").Use,
+		Short: cli.ClusterCommand("record").Short,
 		Long: `Record lists, then watches, the status-source CR on a cluster, the
 OperatorCondition of the operator's running CSV and the namespace's
 ClusterServiceVersions, and writes each change as a step of a StatusTrace,
@@ -55,11 +56,11 @@ its last whole step.`,
   statuscheck simulate --policy all upgrade.trace.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.bundleDir == "" && f.crdFile == "" {
-				return usagef("record needs the status source: --bundle, or --crd with --source")
+			if f.BundleDir == "" && f.CRDFile == "" {
+				return cli.Usagef("record needs the status source: --bundle, or --crd with --source")
 			}
 			if f.duration < 0 {
-				return usagef("--duration cannot be negative (%s); 0 means until SIGINT or SIGTERM", f.duration)
+				return cli.Usagef("--duration cannot be negative (%s); 0 means until SIGINT or SIGTERM", f.duration)
 			}
 			return a.runRecord(f)
 		},
@@ -67,7 +68,7 @@ its last whole step.`,
 	fl := cmd.Flags()
 	f.clusterFlags.register(fl)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's `NAMESPACE`: its CSVs, OperatorCondition and (for a namespaced kind) the CR (default: the source's, else the context's)")
-	f.sourceFlags.register(cmd)
+	f.SourceFlags.Register(cmd)
 	fl.StringVarP(&f.out, "output", "o", "", "write the trace to `FILE` (default: stdout)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this `DURATION` (0: until SIGINT or SIGTERM)")
 	cmd.MarkFlagsRequiredTogether("crd", "source")
@@ -166,7 +167,7 @@ func (a *app) runRecord(f recordFlags) error {
 	if err := outputDir(f.out); err != nil {
 		return err
 	}
-	sctx, err := f.resolve()
+	sctx, err := f.Resolve()
 	if err != nil {
 		return err
 	}
@@ -177,11 +178,11 @@ func (a *app) runRecord(f recordFlags) error {
 	}
 	// Warnings the server sends (deprecated versions, say) go to stderr
 	// once each, not through klog.
-	cfg.WarningHandler = rest.NewWarningWriter(a.stderr, rest.WarningWriterOptions{Deduplicate: true})
+	cfg.WarningHandler = rest.NewWarningWriter(a.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	ns := f.namespace
 	switch {
 	case sctx.Namespaced && src.Namespace != "" && ns != "" && ns != src.Namespace:
-		return usagef("-n %s contradicts the status source's namespace %s", ns, src.Namespace)
+		return cli.Usagef("-n %s contradicts the status source's namespace %s", ns, src.Namespace)
 	case ns == "" && sctx.Namespaced && src.Namespace != "":
 		ns = src.Namespace
 	case ns == "":
@@ -193,7 +194,7 @@ func (a *app) runRecord(f recordFlags) error {
 	if sctx.Namespaced {
 		src.Namespace = ns
 	}
-	var out io.Writer = a.stdout
+	var out io.Writer = a.Stdout
 	where := "stdout"
 	if f.out != "" && f.out != "-" {
 		lf := &lazyFile{path: f.out}
@@ -212,7 +213,7 @@ func (a *app) runRecord(f recordFlags) error {
 	tg := record.Target{Resource: sctx.GVR(),
 		Namespaced: sctx.Namespaced, Namespace: ns}
 	err = record.Run(ctx, cfg, tg, rec, func(format string, args ...interface{}) {
-		fmt.Fprintf(a.stderr, "statuscheck: note: "+format+"\n", args...)
+		fmt.Fprintf(a.Stderr, "statuscheck: note: "+format+"\n", args...)
 	})
 	var notServed *record.NotServedError
 	if errors.As(err, &notServed) {
@@ -227,7 +228,7 @@ func (a *app) runRecord(f recordFlags) error {
 		}
 		return err
 	}
-	fmt.Fprintf(a.stderr, "statuscheck: recorded %s of %s %s to %s\n", report.Plural(rec.Steps, "step", "steps"), src.Kind, src.Name, where)
+	fmt.Fprintf(a.Stderr, "statuscheck: recorded %s of %s %s to %s\n", report.Plural(rec.Steps, "step", "steps"), src.Kind, src.Name, where)
 	return nil
 }
 

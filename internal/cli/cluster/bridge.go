@@ -1,4 +1,4 @@
-package cli
+package cluster
 
 import (
 	gocontext "context"
@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/internal/cli"
 	"github.com/statuscheck/statuscheck/pkg/bridge/controller"
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -40,7 +41,7 @@ const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/n
 
 type bridgeFlags struct {
 	clusterFlags
-	sourceFlags
+	cli.SourceFlags
 	namespace, conditionName string
 	metricsAddr, probeAddr   string
 	metricsSecure            bool
@@ -51,8 +52,8 @@ type bridgeFlags struct {
 func (a *app) bridgeCommand() *cobra.Command {
 	var f bridgeFlags
 	cmd := &cobra.Command{
-		Use:   "bridge",
-		Short: "Write the OperatorCondition's Upgradeable from the status-source CR, on today's OLM",
+		Use:   cli.ClusterCommand("bridge").Use,
+		Short: cli.ClusterCommand("bridge").Short,
 		Long: `Bridge makes the status-source contract work on OLM v0, which reads only
 the OperatorCondition: the operator writes its own CR's conditions, and the
 bridge keeps the Upgradeable entry of the OperatorCondition's
@@ -83,7 +84,7 @@ stops gracefully on SIGINT or SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.resync < 0 {
-				return usagef("--resync cannot be negative (%s)", f.resync)
+				return cli.Usagef("--resync cannot be negative (%s)", f.resync)
 			}
 			return a.runBridge(f)
 		},
@@ -92,7 +93,7 @@ stops gracefully on SIGINT or SIGTERM.`,
 	f.clusterFlags.register(fl)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "the operator's `NAMESPACE` (default: $POD_NAMESPACE, else the service account's, else the context's)")
 	fl.StringVar(&f.conditionName, "operator-condition-name", "", "the OperatorCondition's `NAME` (default: $"+controller.EnvOperatorConditionName+", which OLM sets)")
-	f.sourceFlags.register(cmd)
+	f.SourceFlags.Register(cmd)
 	cmd.MarkFlagsRequiredTogether("crd", "source")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", sidecar.MetricsPort), "the `ADDR` where controller-runtime serves /metrics (\"0\": off); localhost unless asked")
 	fl.BoolVar(&f.metricsSecure, sidecar.FlagMetricsSecure, false, "serve /metrics over HTTPS, only to clients the apiserver authenticates and authorizes for it (controller-runtime's filter: needs create on tokenreviews and subjectaccessreviews)")
@@ -103,7 +104,7 @@ stops gracefully on SIGINT or SIGTERM.`,
 }
 
 func (a *app) runBridge(f bridgeFlags) error {
-	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(a.stderr), textlogger.Verbosity(f.verbosity)))
+	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(a.Stderr), textlogger.Verbosity(f.verbosity)))
 	ctrl.SetLogger(log)
 	cfg, ctxNS, err := restConfig(f.clusterFlags)
 	if err != nil {
@@ -119,11 +120,11 @@ func (a *app) runBridge(f bridgeFlags) error {
 	}
 	ns := firstOf(f.namespace, os.Getenv("POD_NAMESPACE"), readTrimmed(serviceAccountNamespace), ctxNS)
 	if ns == "" {
-		return usagef("no namespace: give -n, or set POD_NAMESPACE (the downward API's metadata.namespace)")
+		return cli.Usagef("no namespace: give -n, or set POD_NAMESPACE (the downward API's metadata.namespace)")
 	}
 	name := firstOf(f.conditionName, os.Getenv(controller.EnvOperatorConditionName))
 	opts := controller.Options{Namespace: ns, ConditionName: name, Resync: f.resync, Log: log.WithName("bridge")}
-	sctx, err := f.resolve()
+	sctx, err := f.Resolve()
 	if err != nil {
 		return err
 	}

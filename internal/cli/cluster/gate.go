@@ -1,4 +1,4 @@
-package cli
+package cluster
 
 import (
 	gocontext "context"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/statuscheck/statuscheck/internal/cli"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/guard"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -28,7 +29,7 @@ import (
 
 type gateFlags struct {
 	clusterFlags
-	sourceFlags
+	cli.SourceFlags
 	namespace string
 	timeout   time.Duration
 	interval  time.Duration
@@ -39,8 +40,8 @@ type gateFlags struct {
 func (a *app) gateCommand() *cobra.Command {
 	var f gateFlags
 	cmd := &cobra.Command{
-		Use:   "gate [BUNDLE|CSV]",
-		Short: "Exit 0 only while the live status source reports a fresh Upgradeable=True",
+		Use:   cli.ClusterCommand("gate").Use,
+		Short: cli.ClusterCommand("gate").Short,
 		Long: `Gate reads the operator's status-source CR on the cluster and decides, as
 the contract's strict gate does, whether its upgrade may proceed: every
 condition type of the status source True with an observedGeneration equal
@@ -84,29 +85,29 @@ for example forbidden), the last attempt's error when --timeout ran out.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
-			case f.crdFile != "" && f.source == "":
-				return usagef("--crd goes with --source")
-			case len(args) == 1 && (f.bundleDir != "" || f.crdFile != "" || f.source != ""):
-				return usagef("gate takes the status source once: a bundle or CSV, or --bundle, or --source (with --crd)")
+			case f.CRDFile != "" && f.Source == "":
+				return cli.Usagef("--crd goes with --source")
+			case len(args) == 1 && (f.BundleDir != "" || f.CRDFile != "" || f.Source != ""):
+				return cli.Usagef("gate takes the status source once: a bundle or CSV, or --bundle, or --source (with --crd)")
 			case len(args) == 1:
-				f.bundleDir = args[0]
-			case f.bundleDir == "" && f.source == "":
-				return usagef("gate needs the status source: a bundle or CSV, or --source GROUP/VERSION/KIND[/NAMESPACE]/NAME (with --crd, or discovered on the cluster)")
+				f.BundleDir = args[0]
+			case f.BundleDir == "" && f.Source == "":
+				return cli.Usagef("gate needs the status source: a bundle or CSV, or --source GROUP/VERSION/KIND[/NAMESPACE]/NAME (with --crd, or discovered on the cluster)")
 			}
 			if f.operatorDeployment != "" {
 				ns, name, ok := strings.Cut(f.operatorDeployment, "/")
 				if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-					return usagef("--operator-deployment takes NAMESPACE/NAME, not %q", f.operatorDeployment)
+					return cli.Usagef("--operator-deployment takes NAMESPACE/NAME, not %q", f.operatorDeployment)
 				}
 				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-					return usagef("--operator-deployment: namespace %q: %s", ns, strings.Join(errs, "; "))
+					return cli.Usagef("--operator-deployment: namespace %q: %s", ns, strings.Join(errs, "; "))
 				}
 				if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-					return usagef("--operator-deployment: Deployment name %q: %s", name, strings.Join(errs, "; "))
+					return cli.Usagef("--operator-deployment: Deployment name %q: %s", name, strings.Join(errs, "; "))
 				}
 			}
 			if f.timeout < 0 || f.interval <= 0 {
-				return usagef("--timeout cannot be negative and --interval must be positive")
+				return cli.Usagef("--timeout cannot be negative and --interval must be positive")
 			}
 			return a.runGate(f)
 		},
@@ -114,7 +115,7 @@ for example forbidden), the last attempt's error when --timeout ran out.`,
 	fl := cmd.Flags()
 	f.clusterFlags.register(fl)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "the `NAMESPACE` of a namespaced CR (default: the status source's, else the context's, else the pod's)")
-	f.sourceFlags.register(cmd)
+	f.SourceFlags.Register(cmd)
 	fl.DurationVar(&f.timeout, "timeout", 0, "wait up to this `DURATION` for a fresh True (0: read once)")
 	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often to read the CR while waiting (`DURATION`)")
 	fl.StringVar(&f.operatorDeployment, "operator-deployment", "", "the operator's Deployment, `NAMESPACE/NAME`: while it does not exist and the status source's kind is not served, this is a first install and the gate allows")
@@ -133,7 +134,7 @@ func (a *app) runGate(f gateFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg.WarningHandler = rest.NewWarningWriter(a.stderr, rest.WarningWriterOptions{Deduplicate: true})
+	cfg.WarningHandler = rest.NewWarningWriter(a.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	cfg.Timeout = 30 * time.Second
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -144,21 +145,21 @@ func (a *app) runGate(f gateFlags) error {
 		return fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	var sctx *source.Context
-	if f.bundleDir == "" && f.crdFile == "" {
-		src, err := source.ParseRef(f.source)
+	if f.BundleDir == "" && f.CRDFile == "" {
+		src, err := source.ParseRef(f.Source)
 		if err != nil {
 			return err
 		}
 		// No CRD at hand: the kind's resource and scope come from the
 		// cluster, when it is reachable (below, with the retries).
-		sctx = &source.Context{Source: src, From: "--source " + f.source}
-	} else if sctx, err = f.resolve(); err != nil {
+		sctx = &source.Context{Source: src, From: "--source " + f.Source}
+	} else if sctx, err = f.Resolve(); err != nil {
 		return err
 	}
 	src := *sctx.Source
 	ns := f.namespace
 	if src.Namespace != "" && ns != "" && ns != src.Namespace {
-		return usagef("-n %s contradicts the status source's namespace %s", ns, src.Namespace)
+		return cli.Usagef("-n %s contradicts the status source's namespace %s", ns, src.Namespace)
 	}
 	if ns == "" {
 		ns = src.Namespace
@@ -189,7 +190,7 @@ func (a *app) runGate(f gateFlags) error {
 			// is retried, and fails closed at the deadline.
 			var notServed *source.NotServedError
 			if errors.As(err, &notServed) {
-				return firstInstall(ctx, a.stderr, dyn, src.Kind+" "+src.Name, f.operatorDeployment, err)
+				return firstInstall(ctx, a.Stderr, dyn, src.Kind+" "+src.Name, f.operatorDeployment, err)
 			}
 			if err != nil {
 				return contract.Decision{}, src.Kind + " " + src.Name, err
@@ -221,7 +222,7 @@ func (a *app) runGate(f gateFlags) error {
 	for {
 		d, desc, err := attempt()
 		if err == nil && d.Verdict == contract.Allow {
-			fmt.Fprintf(a.stdout, "%s allows the upgrade: %s\n", desc, d.Reason)
+			fmt.Fprintf(a.Stdout, "%s allows the upgrade: %s\n", desc, d.Reason)
 			return nil
 		}
 		if ctx.Err() != nil || !time.Now().Add(f.interval).Before(deadline) {
@@ -235,8 +236,8 @@ func (a *app) runGate(f gateFlags) error {
 			if f.timeout > 0 {
 				waited = fmt.Sprintf(" (still, after --timeout %s)", f.timeout)
 			}
-			fmt.Fprintf(a.stderr, "statuscheck: the upgrade is held%s: %s: %s\n", waited, desc, d.Reason)
-			a.code = result.ExitFindings
+			fmt.Fprintf(a.Stderr, "statuscheck: the upgrade is held%s: %s: %s\n", waited, desc, d.Reason)
+			a.Exit(result.ExitFindings)
 			return nil
 		}
 		select {

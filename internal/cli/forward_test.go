@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+// TestStatuscheckDoesNotLinkTheClusterClients: the binary a pre-commit
+// hook starts once a bundle does not link controller-runtime or
+// client-go's clients, whose package initialisation every process pays;
+// the cluster commands are in statuscheck-cluster.
+func TestStatuscheckDoesNotLinkTheClusterClients(t *testing.T) {
+	deps := func(pkg string) []string {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = repoRoot
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		return strings.Fields(string(out))
+	}
+	heavy := []string{"sigs.k8s.io/controller-runtime/pkg/manager", "sigs.k8s.io/controller-runtime/pkg/client/apiutil",
+		"sigs.k8s.io/controller-runtime/pkg/internal/controller/metrics", "k8s.io/client-go/dynamic",
+		"github.com/statuscheck/statuscheck/internal/cli/cluster", "github.com/statuscheck/statuscheck/pkg/bridge/controller"}
+	light, full := deps("./cmd/statuscheck"), deps("./cmd/statuscheck-cluster")
+	for _, p := range heavy {
+		assert.False(t, slices.Contains(light, p), "cmd/statuscheck links %s", p)
+		assert.True(t, slices.Contains(full, p), "cmd/statuscheck-cluster links %s (the test can fail)", p)
+	}
+}
+
+// TestClusterCommandsRunInStatuscheckCluster: statuscheck lists the
+// cluster commands with their help and runs them in statuscheck-cluster,
+// from its own directory: their help, their flags, their completion, their
+// exit codes.
+func TestClusterCommandsRunInStatuscheckCluster(t *testing.T) {
+	bin := testutil.Binary(t)
+	code, stdout, _ := runBinary(t, bin, nil, "--help")
+	require.Equal(t, 0, code)
+	for _, c := range ClusterCommands {
+		assert.Regexp(t, `\n  `+c.Name+` +`+regexp.QuoteMeta(c.Short)+`\n`, stdout)
+	}
+
+	code, stdout, stderr := runBinary(t, bin, nil, "record", "--help")
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "statuscheck record [flags]")
+	assert.Contains(t, stdout, "--kubeconfig FILE")
+
+	// A usage error of the bridge's own flags: its message, exit 2.
+	code, stdout, stderr = runBinary(t, bin, nil, "bridge", "--resync=-1s")
+	assert.Equal(t, result.ExitFailure, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "statuscheck: --resync cannot be negative (-1s)")
+	assert.Contains(t, stderr, "Run 'statuscheck bridge --help' for usage.")
+
+	// An unknown flag is refused by the command that has the flags.
+	code, _, stderr = runBinary(t, bin, nil, "gate", "--no-such-flag")
+	assert.Equal(t, result.ExitFailure, code)
+	assert.Contains(t, stderr, "unknown flag: --no-such-flag")
+
+	// The shell's completion of a cluster command's flags.
+	code, stdout, _ = runBinary(t, bin, nil, "__complete", "record", "--kube")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "--kubeconfig")
+
+	// statuscheck-cluster has statuscheck's own commands too.
+	code, stdout, _ = runBinary(t, filepath.Join(filepath.Dir(bin), ClusterBinary), nil, "validate", filepath.Join(repoRoot, "testdata", "bundles", "protected"))
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "cool-operator.v0.2.0 (")
+}
+
+// TestClusterCommandWithoutStatuscheckCluster: a statuscheck installed
+// without statuscheck-cluster says where it looked and how to install
+// it, exit 2, nothing on stdout; its own commands still run.
+func TestClusterCommandWithoutStatuscheckCluster(t *testing.T) {
+	dir := t.TempDir()
+	alone := filepath.Join(dir, "statuscheck")
+	data, err := os.ReadFile(testutil.Binary(t))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(alone, data, 0o755))
+	env := []string{"PATH=" + t.TempDir()}
+	for _, args := range [][]string{{"record", "--help"}, {"bridge"}, {"gate", "x"}} {
+		code, stdout, stderr := runBinary(t, alone, env, args...)
+		assert.Equal(t, result.ExitFailure, code, "%v", args)
+		assert.Empty(t, stdout)
+		assert.Equal(t, "statuscheck: statuscheck-cluster not found in "+dir+" or on PATH: the cluster commands (record, bridge, gate) run in it; install it beside statuscheck (go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION, or make build)\n", stderr)
+	}
+	code, _, _ := runBinary(t, alone, env, "validate", filepath.Join(repoRoot, "testdata", "bundles", "protected"))
+	assert.Equal(t, 0, code)
+}
+
+// TestClusterCommandsInProcess: Main, which does not link the cluster
+// commands, refuses them (exit 2) instead of starting a binary.
+func TestClusterCommandsInProcess(t *testing.T) {
+	code, stdout, stderr := run(t, "record", "--bundle", "testdata/bundles/good")
+	assert.Equal(t, result.ExitFailure, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "statuscheck: record: this build of statuscheck runs it in statuscheck-cluster, which it cannot start\n", stderr)
+}
