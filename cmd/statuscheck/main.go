@@ -11,6 +11,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/cli"
 	"github.com/statuscheck/statuscheck/internal/gcfloor"
+	_ "github.com/statuscheck/statuscheck/internal/warmdecode" // for its initialisation
 	"github.com/statuscheck/statuscheck/internal/warmstart"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
