@@ -27,7 +27,12 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
-var schemaRE = regexp.MustCompile(`(?m)("schema"\s*:\s*"olm\.(package|channel|bundle)"|^schema:\s*["']?olm\.(package|channel|bundle))`)
+// schemaRE is compiled when a file is first sniffed, not when the
+// package initialises: every validate process initialises it, and a
+// bundle directory is never sniffed.
+var schemaRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)("schema"\s*:\s*"olm\.(package|channel|bundle)"|^schema:\s*["']?olm\.(package|channel|bundle))`)
+})
 
 // IsCatalog reports whether path is a file-based catalog: a file, or a
 // directory without manifests/, holding olm.package, olm.channel or
@@ -78,7 +83,7 @@ func sniff(p string) bool {
 	defer f.Close()
 	head := make([]byte, 64<<10)
 	n, _ := bufio.NewReader(f).Read(head)
-	return schemaRE.Match(head[:n])
+	return schemaRE().Match(head[:n])
 }
 
 // Stats counts what a catalog held.

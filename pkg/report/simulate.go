@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
@@ -484,7 +485,13 @@ type htmlRemediation struct {
 	Rule, Text string
 }
 
-var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// page is parsed when a page is first written, not when the package
+// initialises: every statuscheck process initialises it, few write one.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(pageText))
+})
+
+const pageText = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -540,7 +547,7 @@ ul.violations li { margin: .3em 0; }
 </table>
 </body>
 </html>
-`))
+`
 
 // SimulationHTML writes a self-contained timeline page.
 func SimulationHTML(w io.Writer, sum *simulate.Summary, rows *HTMLRows) error {
@@ -614,5 +621,5 @@ func SimulationHTML(w io.Writer, sum *simulate.Summary, rows *HTMLRows) error {
 		}
 		data.Rows = append(data.Rows, hr)
 	}
-	return page.Execute(w, data)
+	return page().Execute(w, data)
 }
