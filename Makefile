@@ -157,7 +157,7 @@ image:
 	  arch=$${p#linux/}; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath \
 	    -ldflags "-s -w -X github.com/statuscheck/statuscheck/internal/cli.buildVersion=$(IMAGE_VERSION)" \
-	    -o bin/image/linux-$$arch/ ./cmd/statuscheck ./cmd/statuscheck-cluster || exit 1; \
+	    -o bin/image/linux-$$arch/statuscheck-cluster ./cmd/statuscheck-cluster || exit 1; \
 	done
 	if $(PODMAN) manifest exists $(IMAGE); then $(PODMAN) manifest rm $(IMAGE) >/dev/null; \
 	elif $(PODMAN) image exists $(IMAGE); then $(PODMAN) rmi -f $(IMAGE) >/dev/null; fi

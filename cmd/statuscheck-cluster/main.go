@@ -10,6 +10,7 @@ import (
 	"github.com/statuscheck/statuscheck/internal/cli"
 	"github.com/statuscheck/statuscheck/internal/cli/cluster"
 	"github.com/statuscheck/statuscheck/internal/gcfloor"
+	_ "github.com/statuscheck/statuscheck/internal/warmdecode" // for its initialisation
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
 
@@ -23,6 +24,6 @@ func main() {
 		gcfloor.Release()
 	}
 	code := cli.Run(os.Args[1:], os.Stdout, os.Stderr, cli.Options{Cluster: cluster.Commands})
-	cli.ReportPeakMemory(os.Stderr)
+	cli.ReportDebug(os.Stderr)
 	os.Exit(code)
 }

@@ -50,10 +50,10 @@ func TestImageRecipesAgree(t *testing.T) {
 	docker, dockerCopy := lastStage(t, filepath.Join(root, "Dockerfile"))
 	offline, offlineCopy := lastStage(t, filepath.Join(root, "build", "Containerfile"))
 	assert.Equal(t, offline, docker, "the Dockerfile's last stage is build/Containerfile's")
-	// Both binaries: statuscheck runs the cluster commands (the bridge)
-	// in statuscheck-cluster, beside it.
-	assert.Equal(t, "COPY --from=build /out/linux-${TARGETARCH}/statuscheck /out/linux-${TARGETARCH}/statuscheck-cluster /usr/local/bin/", dockerCopy)
-	assert.Equal(t, "COPY linux-${TARGETARCH}/statuscheck linux-${TARGETARCH}/statuscheck-cluster /usr/local/bin/", offlineCopy)
+	// statuscheck-cluster's build, every command linked, as statuscheck:
+	// the bridge sidecar is one process.
+	assert.Equal(t, "COPY --from=build /out/linux-${TARGETARCH}/statuscheck-cluster /usr/local/bin/statuscheck", dockerCopy)
+	assert.Equal(t, "COPY linux-${TARGETARCH}/statuscheck-cluster /usr/local/bin/statuscheck", offlineCopy)
 	assert.Equal(t, "FROM scratch", offline[0])
 	assert.Contains(t, offline, "USER 65532:65532", "a numeric non-root user, for runAsNonRoot")
 	assert.Equal(t, `ENTRYPOINT ["/usr/local/bin/statuscheck"]`, offline[len(offline)-1], "statuscheck itself: the sidecar's args are a subcommand")

@@ -1,25 +1,19 @@
 // Command statuscheck validates, generates and simulates the status-source
 // contract of OLM bundles. See README.md. The commands that reach a
-// cluster (record, bridge, gate) run in statuscheck-cluster, which it
-// starts in its place: this binary does not link their clients, so that
-// the process a pre-commit hook starts for each bundle starts fast.
+// cluster (record, bridge, gate) run in statuscheck-cluster, beside it,
+// which it starts in its place: this binary does not link
+// controller-runtime's manager or client-go's dynamic client, so that the
+// process a pre-commit hook starts for each bundle starts fast.
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/statuscheck/statuscheck/internal/cli"
 	"github.com/statuscheck/statuscheck/internal/gcfloor"
 	_ "github.com/statuscheck/statuscheck/internal/warmdecode" // for its initialisation
-	"github.com/statuscheck/statuscheck/internal/warmstart"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
-
-// warmStartEnv, set to 1, makes statuscheck print on stderr, when it
-// ends, how many manifest files it parsed while it started
-// (internal/warmstart) and how many of them the command took.
-const warmStartEnv = "STATUSCHECK_DEBUG_WARMSTART"
 
 func main() {
 	// The apiserver code statuscheck runs logs through klog; what
@@ -32,10 +26,6 @@ func main() {
 		gcfloor.Release()
 	}
 	code := cli.Run(os.Args[1:], os.Stdout, os.Stderr, cli.Options{Forward: cli.ExecCluster})
-	if os.Getenv(warmStartEnv) == "1" {
-		parsed, taken := warmstart.Parsed().Stats()
-		fmt.Fprintf(os.Stderr, "statuscheck: warm start: %d files parsed ahead, %d taken\n", parsed, taken)
-	}
-	cli.ReportPeakMemory(os.Stderr)
+	cli.ReportDebug(os.Stderr)
 	os.Exit(code)
 }

@@ -1,6 +1,7 @@
 // Package cli is statuscheck's command line: cobra commands that parse flags,
 // call the pkg/ packages and pick a writer. It returns exit codes; only
-// cmd/statuscheck's main calls os.Exit.
+// the commands' mains (cmd/statuscheck, cmd/statuscheck-cluster) call
+// os.Exit.
 package cli
 
 import (

@@ -4,23 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
+	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
 // ClusterBinary is the binary the cluster commands are linked into
-// (cmd/statuscheck-cluster; sidecar.ClusterProgram). They need client-go's clients and
-// controller-runtime, whose package initialisation every process of a
-// binary pays; statuscheck, which pre-commit hooks and CI start once a
-// bundle for validate, does not link them and runs them there, from its
-// own directory or from PATH.
-const ClusterBinary = sidecar.ClusterProgram
+// (cmd/statuscheck-cluster). They need controller-runtime's manager and
+// client-go's dynamic client, whose package initialisation every process
+// of a binary pays; statuscheck, which pre-commit hooks and CI start once
+// a bundle for validate, does not link them and runs them there, from
+// its own directory.
+const ClusterBinary = "statuscheck-cluster"
 
 // CommandInfo is what statuscheck's tree says of a command before it
 // is run: its name, its usage line and its one-line help.
@@ -73,21 +73,29 @@ func Usagef(format string, args ...interface{}) error {
 }
 
 // clusterCommands are the cluster commands of the tree: the linked ones,
-// else commands that forward their arguments, unparsed, to ClusterBinary.
+// else commands that forward their arguments, unparsed, to ClusterBinary,
+// and their help (`statuscheck help record`) too.
 func (a *app) clusterCommands() []*cobra.Command {
 	if a.opts.Cluster != nil {
 		return a.opts.Cluster(Env{Stdout: a.stdout, Stderr: a.stderr, Exit: func(code int) { a.code = code }})
 	}
 	var cmds []*cobra.Command
 	for _, info := range ClusterCommands {
-		cmds = append(cmds, &cobra.Command{
+		cmd := &cobra.Command{
 			Use:                info.Use,
 			Short:              info.Short,
 			DisableFlagParsing: true,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return a.forward(append([]string{info.Name}, args...))
 			},
+		}
+		cmd.SetHelpFunc(func(*cobra.Command, []string) {
+			if err := a.forward([]string{info.Name, "--help"}); err != nil {
+				fmt.Fprintf(a.stderr, "statuscheck: %v\n", err)
+				a.code = result.ExitFailure
+			}
 		})
+		cmds = append(cmds, cmd)
 	}
 	return cmds
 }
@@ -116,10 +124,11 @@ func isClusterCompletion(args []string) bool {
 }
 
 // ExecCluster is Options.Forward for cmd/statuscheck: it runs
-// ClusterBinary from statuscheck's own directory, else from PATH, in
-// statuscheck's place (execve, on Windows a child), so that its exit
-// code, its signals and, in a container, its process ID are the
-// command's.
+// ClusterBinary from statuscheck's own directory (symbolic links
+// resolved), the one built and installed with it, in statuscheck's place
+// (execve; on Windows a child), so that its exit code, its signals and,
+// in a container, its process ID are the command's. It never looks on
+// PATH: a statuscheck-cluster found there may be another version's.
 func ExecCluster(args []string) (int, error) {
 	path, err := clusterBinaryPath()
 	if err != nil {
@@ -128,27 +137,22 @@ func ExecCluster(args []string) (int, error) {
 	return execProgram(path, args)
 }
 
-// errNoClusterBinary says where ClusterBinary was looked for.
-var errNoClusterBinary = errors.New("not found")
-
 func clusterBinaryPath() (string, error) {
-	name := ClusterBinary + exeSuffix
 	self, err := os.Executable()
 	if err == nil {
-		if real, rerr := filepath.EvalSymlinks(self); rerr == nil {
-			self = real
-		}
-		beside := filepath.Join(filepath.Dir(self), name)
-		if info, serr := os.Stat(beside); serr == nil && info.Mode().IsRegular() {
-			return beside, nil
-		}
+		self, err = filepath.EvalSymlinks(self)
 	}
-	if p, lerr := exec.LookPath(name); lerr == nil {
-		return p, nil
+	if err != nil {
+		return "", fmt.Errorf("finding statuscheck's own directory, where %s is: %w", ClusterBinary, err)
 	}
-	where := "on PATH"
-	if err == nil {
-		where = "in " + filepath.Dir(self) + " or on PATH"
+	path := filepath.Join(filepath.Dir(self), ClusterBinary+exeSuffix)
+	switch info, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%s is not beside statuscheck (%s): the cluster commands (record, bridge, gate) run in it; install it there (go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION, or make build), or run it yourself (go run ./cmd/statuscheck-cluster in a checkout)", ClusterBinary, filepath.Dir(self))
+	case err != nil:
+		return "", fmt.Errorf("%s: %w", path, err)
+	case !info.Mode().IsRegular():
+		return "", fmt.Errorf("%s is not a file (%s): the cluster commands (record, bridge, gate) run in it", path, info.Mode().Type())
 	}
-	return "", fmt.Errorf("%s %w %s: the cluster commands (record, bridge, gate) run in it; install it beside statuscheck (go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION, or make build)", ClusterBinary, errNoClusterBinary, where)
+	return path, nil
 }

@@ -17,9 +17,9 @@ import (
 )
 
 // TestStatuscheckDoesNotLinkTheClusterClients: the binary a pre-commit
-// hook starts once a bundle does not link controller-runtime or
-// client-go's clients, whose package initialisation every process pays;
-// the cluster commands are in statuscheck-cluster.
+// hook starts once a bundle does not link controller-runtime's manager or
+// client-go's dynamic client, whose package initialisation every process
+// pays; the cluster commands are in statuscheck-cluster.
 func TestStatuscheckDoesNotLinkTheClusterClients(t *testing.T) {
 	deps := func(pkg string) []string {
 		cmd := exec.Command("go", "list", "-deps", pkg)
@@ -44,31 +44,46 @@ func TestStatuscheckDoesNotLinkTheClusterClients(t *testing.T) {
 // exit codes.
 func TestClusterCommandsRunInStatuscheckCluster(t *testing.T) {
 	bin := testutil.Binary(t)
-	code, stdout, _ := runBinary(t, bin, nil, "--help")
+	// Never from PATH: one there is not the one beside it.
+	pathDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(pathDir, ClusterBinary), []byte("#!/bin/sh\necho IMPOSTOR\nexit 7\n"), 0o755))
+	env := []string{"PATH=" + pathDir}
+	code, stdout, _ := runBinary(t, bin, env, "--help")
 	require.Equal(t, 0, code)
 	for _, c := range ClusterCommands {
 		assert.Regexp(t, `\n  `+c.Name+` +`+regexp.QuoteMeta(c.Short)+`\n`, stdout)
 	}
 
-	code, stdout, stderr := runBinary(t, bin, nil, "record", "--help")
+	code, stdout, stderr := runBinary(t, bin, env, "record", "--help")
 	assert.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "statuscheck record [flags]")
 	assert.Contains(t, stdout, "--kubeconfig FILE")
+	// statuscheck help record is the same help.
+	code, help, _ := runBinary(t, bin, env, "help", "record")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, stdout, help)
+	// Through a symbolic link elsewhere, it is still the one beside the
+	// binary.
+	link := filepath.Join(t.TempDir(), "statuscheck")
+	require.NoError(t, os.Symlink(bin, link))
+	code, help, _ = runBinary(t, link, env, "record", "--help")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, stdout, help)
 
 	// A usage error of the bridge's own flags: its message, exit 2.
-	code, stdout, stderr = runBinary(t, bin, nil, "bridge", "--resync=-1s")
+	code, stdout, stderr = runBinary(t, bin, env, "bridge", "--resync=-1s")
 	assert.Equal(t, result.ExitFailure, code)
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "statuscheck: --resync cannot be negative (-1s)")
 	assert.Contains(t, stderr, "Run 'statuscheck bridge --help' for usage.")
 
 	// An unknown flag is refused by the command that has the flags.
-	code, _, stderr = runBinary(t, bin, nil, "gate", "--no-such-flag")
+	code, _, stderr = runBinary(t, bin, env, "gate", "--no-such-flag")
 	assert.Equal(t, result.ExitFailure, code)
 	assert.Contains(t, stderr, "unknown flag: --no-such-flag")
 
 	// The shell's completion of a cluster command's flags.
-	code, stdout, _ = runBinary(t, bin, nil, "__complete", "record", "--kube")
+	code, stdout, _ = runBinary(t, bin, env, "__complete", "record", "--kube")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "--kubeconfig")
 
@@ -79,23 +94,34 @@ func TestClusterCommandsRunInStatuscheckCluster(t *testing.T) {
 }
 
 // TestClusterCommandWithoutStatuscheckCluster: a statuscheck installed
-// without statuscheck-cluster says where it looked and how to install
-// it, exit 2, nothing on stdout; its own commands still run.
+// without statuscheck-cluster beside it says where it looked and how to
+// install it, exit 2, nothing on stdout, and never runs one from PATH;
+// its own commands still run.
 func TestClusterCommandWithoutStatuscheckCluster(t *testing.T) {
 	dir := t.TempDir()
 	alone := filepath.Join(dir, "statuscheck")
 	data, err := os.ReadFile(testutil.Binary(t))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(alone, data, 0o755))
-	env := []string{"PATH=" + t.TempDir()}
-	for _, args := range [][]string{{"record", "--help"}, {"bridge"}, {"gate", "x"}} {
+	pathDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(pathDir, ClusterBinary), []byte("#!/bin/sh\necho IMPOSTOR\nexit 7\n"), 0o755))
+	env := []string{"PATH=" + pathDir}
+	missing := "statuscheck: statuscheck-cluster is not beside statuscheck (" + dir + "): the cluster commands (record, bridge, gate) run in it; install it there (go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION, or make build), or run it yourself (go run ./cmd/statuscheck-cluster in a checkout)\n"
+	for _, args := range [][]string{{"record", "--help"}, {"help", "record"}, {"bridge"}, {"gate", "x"}, {"__complete", "gate", "--"}} {
 		code, stdout, stderr := runBinary(t, alone, env, args...)
 		assert.Equal(t, result.ExitFailure, code, "%v", args)
 		assert.Empty(t, stdout)
-		assert.Equal(t, "statuscheck: statuscheck-cluster not found in "+dir+" or on PATH: the cluster commands (record, bridge, gate) run in it; install it beside statuscheck (go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION, or make build)\n", stderr)
+		assert.Equal(t, missing, stderr, "%v", args)
 	}
 	code, _, _ := runBinary(t, alone, env, "validate", filepath.Join(repoRoot, "testdata", "bundles", "protected"))
 	assert.Equal(t, 0, code)
+
+	// Something beside it that is not a file is named.
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ClusterBinary), 0o755))
+	code, stdout, stderr := runBinary(t, alone, env, "record")
+	assert.Equal(t, result.ExitFailure, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "statuscheck: "+filepath.Join(dir, ClusterBinary)+" is not a file (d---------): the cluster commands (record, bridge, gate) run in it\n", stderr)
 }
 
 // TestClusterCommandsInProcess: Main, which does not link the cluster

@@ -1,6 +1,6 @@
 // Package gcfloor keeps the garbage collector off while a short-lived
 // statuscheck process is small. Only the commands (cmd/statuscheck,
-// cmd/statuscheck-sdk-validator) import it, for its initialisation, which
+// cmd/statuscheck-cluster, cmd/statuscheck-sdk-validator) import it, for its initialisation, which
 // turns the collector off under a memory limit of Floor
 // (runtime/debug.SetGCPercent(-1) and SetMemoryLimit), so that neither the
 // rest of the binary's package initialisation (some 7 MiB allocated, most

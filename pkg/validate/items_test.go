@@ -184,9 +184,6 @@ func TestItem11BridgeContainerMustRunBridge(t *testing.T) {
 		{name: "the image's entrypoint and args", lines: "                args: [bridge]\n"},
 		{name: "the entrypoint written out", lines: "                command: [/usr/local/bin/statuscheck, bridge]\n"},
 		{name: "statuscheck from the PATH, the subcommand in args", lines: "                command: [statuscheck]\n                args: [bridge, --metrics-bind-address=127.0.0.1:8383]\n"},
-		{name: "the image's statuscheck-cluster written out", lines: "                command: [/usr/local/bin/statuscheck-cluster, bridge]\n"},
-		{name: "statuscheck-cluster from the PATH", lines: "                command: [statuscheck-cluster]\n                args: [bridge]\n"},
-		{name: "statuscheck-cluster alone", lines: "                command: [statuscheck-cluster]\n", at: "command: [statuscheck-cluster]", msg: "it gives no arguments, so it runs statuscheck-cluster with no subcommand"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -176,19 +176,7 @@ func Container(o Options) corev1.Container {
 
 // Entrypoint is the statuscheck image's ENTRYPOINT (build/Containerfile):
 // a container that sets no command runs it with its args.
-const Entrypoint = "/usr/local/bin/" + Program
-
-// Program is statuscheck's binary; ClusterProgram is the one beside it
-// that links the commands that reach a cluster (cmd/statuscheck-cluster),
-// where statuscheck runs them. The image holds both, in Entrypoint's
-// directory.
-const (
-	Program        = "statuscheck"
-	ClusterProgram = "statuscheck-cluster"
-)
-
-// ClusterEntrypoint is ClusterProgram in the image.
-const ClusterEntrypoint = "/usr/local/bin/" + ClusterProgram
+const Entrypoint = "/usr/local/bin/statuscheck"
 
 // Subcommand is the statuscheck subcommand the bridge's container runs.
 const Subcommand = "bridge"
@@ -197,9 +185,9 @@ const Subcommand = "bridge"
 // when it does. As the kubelet starts it: command, when set, replaces the
 // image's entrypoint (Entrypoint) and args follow it; without a command
 // the entrypoint runs with args (the image has no CMD, so no args is
-// statuscheck's help). The program must be statuscheck or
-// statuscheck-cluster (Entrypoint, ClusterEntrypoint, or either found on
-// the PATH) and its first argument the subcommand bridge; a shell or another program is not judged by what it might run.
+// statuscheck's help). The program must be statuscheck (Entrypoint, or
+// statuscheck found on the PATH) and its first argument the subcommand
+// bridge; a shell or another program is not judged by what it might run.
 // field is "command" or "args", whichever decides; "" when neither is set.
 func RunsBridge(c corev1.Container) (field string, err error) {
 	argv := append([]string{Entrypoint}, c.Args...)
@@ -215,7 +203,7 @@ func RunsBridge(c corev1.Container) (field string, err error) {
 	case len(c.Command) == 1:
 		field = "command"
 	}
-	if len(c.Command) > 0 && !slices.Contains([]string{Entrypoint, Program, ClusterEntrypoint, ClusterProgram}, c.Command[0]) {
+	if len(c.Command) > 0 && c.Command[0] != Entrypoint && c.Command[0] != "statuscheck" {
 		return "command", fmt.Errorf("its command %q replaces the image's entrypoint %s, so it runs %s, not `statuscheck %s`", c.Command, Entrypoint, c.Command[0], Subcommand)
 	}
 	if len(argv) < 2 {
