@@ -137,7 +137,8 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/guard FuzzParse $(FUZZTIME)
 
 ## image: the statuscheck image (build/Containerfile), built offline into podman's local
-## store as a manifest list for IMAGE_PLATFORMS from the binaries this checkout builds:
+## store as a manifest list for IMAGE_PLATFORMS from the binary this checkout builds
+## (cmd/statuscheck-cluster, every command, installed as statuscheck):
 ## static, FROM scratch, nothing pulled. IMAGE=localhost/statuscheck:test make image
 ## IMAGE_PLATFORMS is the host's platform unless set: about 1 min on 2 cores with a warm
 ## build cache (the binary, then podman). Each other platform cross-compiles every package

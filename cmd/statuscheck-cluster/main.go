@@ -1,7 +1,8 @@
 // Command statuscheck-cluster is statuscheck with the commands that reach
 // a cluster linked in: record, bridge and gate (internal/cli/cluster),
-// besides all of statuscheck's own. statuscheck runs them here; the
-// image's bridge sidecar and scripts may call it directly. See README.md.
+// besides all of statuscheck's own. statuscheck runs them here; the image
+// installs this binary as its statuscheck, so that the bridge sidecar is
+// one process. See README.md.
 package main
 
 import (

@@ -54,6 +54,15 @@ func TestImageRecipesAgree(t *testing.T) {
 	// the bridge sidecar is one process.
 	assert.Equal(t, "COPY --from=build /out/linux-${TARGETARCH}/statuscheck-cluster /usr/local/bin/statuscheck", dockerCopy)
 	assert.Equal(t, "COPY linux-${TARGETARCH}/statuscheck-cluster /usr/local/bin/statuscheck", offlineCopy)
+	// What the two recipes build is what they copy.
+	for file, build := range map[string]string{
+		"Makefile":   "-o bin/image/linux-$$arch/statuscheck-cluster ./cmd/statuscheck-cluster",
+		"Dockerfile": "-o /out/linux-${TARGETARCH}/statuscheck-cluster ./cmd/statuscheck-cluster",
+	} {
+		data, err := os.ReadFile(filepath.Join(root, file))
+		require.NoError(t, err)
+		assert.Contains(t, string(data), build, file)
+	}
 	assert.Equal(t, "FROM scratch", offline[0])
 	assert.Contains(t, offline, "USER 65532:65532", "a numeric non-root user, for runAsNonRoot")
 	assert.Equal(t, `ENTRYPOINT ["/usr/local/bin/statuscheck"]`, offline[len(offline)-1], "statuscheck itself: the sidecar's args are a subcommand")

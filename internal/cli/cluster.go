@@ -148,7 +148,7 @@ func clusterBinaryPath() (string, error) {
 	path := filepath.Join(filepath.Dir(self), ClusterBinary+exeSuffix)
 	switch info, err := os.Stat(path); {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%s is not beside statuscheck (%s): the cluster commands (record, bridge, gate) run in it; install it there (go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION, or make build), or run it yourself (go run ./cmd/statuscheck-cluster in a checkout)", ClusterBinary, filepath.Dir(self))
+		return "", fmt.Errorf("%s is not beside statuscheck (%s): the cluster commands (record, bridge, gate) run in it; install it there (GOBIN=%s go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)", ClusterBinary, filepath.Dir(self), filepath.Dir(self))
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", path, err)
 	case !info.Mode().IsRegular():

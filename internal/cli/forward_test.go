@@ -106,7 +106,7 @@ func TestClusterCommandWithoutStatuscheckCluster(t *testing.T) {
 	pathDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(pathDir, ClusterBinary), []byte("#!/bin/sh\necho IMPOSTOR\nexit 7\n"), 0o755))
 	env := []string{"PATH=" + pathDir}
-	missing := "statuscheck: statuscheck-cluster is not beside statuscheck (" + dir + "): the cluster commands (record, bridge, gate) run in it; install it there (go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION, or make build), or run it yourself (go run ./cmd/statuscheck-cluster in a checkout)\n"
+	missing := "statuscheck: statuscheck-cluster is not beside statuscheck (" + dir + "): the cluster commands (record, bridge, gate) run in it; install it there (GOBIN=" + dir + " go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)\n"
 	for _, args := range [][]string{{"record", "--help"}, {"help", "record"}, {"bridge"}, {"gate", "x"}, {"__complete", "gate", "--"}} {
 		code, stdout, stderr := runBinary(t, alone, env, args...)
 		assert.Equal(t, result.ExitFailure, code, "%v", args)

@@ -1,7 +1,8 @@
 // Package gcfloor keeps the garbage collector off while a short-lived
 // statuscheck process is small. Only the commands (cmd/statuscheck,
-// cmd/statuscheck-cluster, cmd/statuscheck-sdk-validator) import it, for its initialisation, which
-// turns the collector off under a memory limit of Floor
+// cmd/statuscheck-cluster, cmd/statuscheck-sdk-validator) import it, for
+// its initialisation, which turns the collector off under a memory limit
+// of Floor
 // (runtime/debug.SetGCPercent(-1) and SetMemoryLimit), so that neither the
 // rest of the binary's package initialisation (some 7 MiB allocated, most
 // of it garbage by main, which under the default GOGC=100 and its 4 MiB
