@@ -12,20 +12,8 @@ import (
 	"github.com/statuscheck/statuscheck/internal/cli"
 	"github.com/statuscheck/statuscheck/internal/gcfloor"
 	_ "github.com/statuscheck/statuscheck/internal/warmdecode" // for its initialisation
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
 
 func main() {
-	// The apiserver code statuscheck runs logs through klog; what
-	// matters reaches the user as findings and errors.
-	apiserver.SilenceLogs()
-	// The collector has been off since gcfloor's initialisation; the
-	// commands that run long or grow large get it back now, the others
-	// when they reach gcfloor.Floor.
-	if !cli.ShortLived(os.Args[1:]) {
-		gcfloor.Release()
-	}
-	code := cli.Run(os.Args[1:], os.Stdout, os.Stderr, cli.Options{Forward: cli.ExecCluster})
-	cli.ReportDebug(os.Stderr)
-	os.Exit(code)
+	os.Exit(cli.Process(os.Args[1:], cli.Options{Forward: cli.ExecCluster}, gcfloor.Release))
 }
