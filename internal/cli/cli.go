@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
@@ -57,6 +58,24 @@ func Run(args []string, stdout, stderr io.Writer, opts Options) int {
 	return app.code
 }
 
+// Process is a command's main but for os.Exit (cmd/statuscheck,
+// cmd/statuscheck-cluster): the apiserver code's and client-go's klog
+// silenced (what matters reaches the user as findings and errors),
+// release called for the commands that run long or grow large (the
+// collector, off since internal/gcfloor's initialisation, comes back;
+// the others get it when they reach gcfloor.Floor), the commands run on
+// the process's standard streams with opts, then ReportDebug. It returns
+// the exit code.
+func Process(args []string, opts Options, release func()) int {
+	apiserver.SilenceLogs()
+	if !ShortLived(args) {
+		release()
+	}
+	code := Run(args, os.Stdout, os.Stderr, opts)
+	ReportDebug(os.Stderr)
+	return code
+}
+
 // Command is statuscheck's command tree, writing to stdout and stderr,
 // with the cluster commands where opts says they are; nothing runs until
 // it is executed. Tools that walk the tree (documentation, completion)
@@ -86,7 +105,9 @@ type usageError struct{ error }
 
 func (u usageError) Unwrap() error { return u.error }
 
-func usagef(format string, args ...interface{}) error {
+// Usagef is an error in how statuscheck was called: exit 2, with the
+// command's usage hint.
+func Usagef(format string, args ...interface{}) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
@@ -207,7 +228,7 @@ func completionShells(c *cobra.Command) {
 				shells = append(shells, sub.Name())
 			}
 		}
-		return usagef("completion: unsupported shell %q: statuscheck has completion scripts for %s", args[0], orList(shells))
+		return Usagef("completion: unsupported shell %q: statuscheck has completion scripts for %s", args[0], orList(shells))
 	}
 }
 

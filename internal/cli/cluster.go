@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +38,15 @@ var ClusterCommands = []CommandInfo{
 	{Name: "gate", Use: "gate [BUNDLE|CSV]", Short: "Exit 0 only while the live status source reports a fresh Upgradeable=True"},
 }
 
+// clusterNames lists ClusterCommands' names, "record, bridge, gate".
+func clusterNames() string {
+	var names []string
+	for _, c := range ClusterCommands {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
 // ClusterCommand is the ClusterCommands entry of name.
 func ClusterCommand(name string) CommandInfo {
 	i := slices.IndexFunc(ClusterCommands, func(c CommandInfo) bool { return c.Name == name })
@@ -64,12 +74,6 @@ type Env struct {
 	// Exit sets the process's exit code when the command returns no
 	// error (0 unless set).
 	Exit func(code int)
-}
-
-// Usagef is an error in how statuscheck was called: exit 2, with the
-// command's usage hint.
-func Usagef(format string, args ...interface{}) error {
-	return usagef(format, args...)
 }
 
 // clusterCommands are the cluster commands of the tree: the linked ones,
@@ -145,14 +149,15 @@ func clusterBinaryPath() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding statuscheck's own directory, where %s is: %w", ClusterBinary, err)
 	}
-	path := filepath.Join(filepath.Dir(self), ClusterBinary+exeSuffix)
+	dir := filepath.Dir(self)
+	path := filepath.Join(dir, ClusterBinary+exeSuffix)
 	switch info, err := os.Stat(path); {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%s is not beside statuscheck (%s): the cluster commands (record, bridge, gate) run in it; install it there (GOBIN=%s go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)", ClusterBinary, filepath.Dir(self), filepath.Dir(self))
+		return "", fmt.Errorf("%s is not beside statuscheck (%s): the cluster commands (%s) run in it; install it there (GOBIN=%s go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)", ClusterBinary, dir, clusterNames(), dir)
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", path, err)
 	case !info.Mode().IsRegular():
-		return "", fmt.Errorf("%s is not a file (%s): the cluster commands (record, bridge, gate) run in it", path, info.Mode().Type())
+		return "", fmt.Errorf("%s is not a file (%s): the cluster commands (%s) run in it", path, info.Mode().Type(), clusterNames())
 	}
 	return path, nil
 }

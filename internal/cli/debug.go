@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/statuscheck/statuscheck/internal/warmstart"
-	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )
 
 // PeakMemoryEnv, set to 1, makes the commands (cmd/statuscheck,
@@ -22,24 +21,6 @@ const PeakMemoryEnv = "STATUSCHECK_DEBUG_PEAK_MEMORY"
 // end, how many manifest files internal/warmstart parsed while they
 // started and how many of them the command took (ReportDebug).
 const WarmStartEnv = "STATUSCHECK_DEBUG_WARMSTART"
-
-// Process is a command's main but for os.Exit (cmd/statuscheck,
-// cmd/statuscheck-cluster): the apiserver code's and client-go's klog
-// silenced (what matters reaches the user as findings and errors),
-// release called for the commands that run long or grow large (the
-// collector, off since internal/gcfloor's initialisation, comes back;
-// the others get it when they reach gcfloor.Floor), the commands run on
-// the process's standard streams with opts, then ReportDebug. It returns
-// the exit code.
-func Process(args []string, opts Options, release func()) int {
-	apiserver.SilenceLogs()
-	if !ShortLived(args) {
-		release()
-	}
-	code := Run(args, os.Stdout, os.Stderr, opts)
-	ReportDebug(os.Stderr)
-	return code
-}
 
 // ReportDebug prints, on stderr, what PeakMemoryEnv and WarmStartEnv ask
 // for; Process calls it last.

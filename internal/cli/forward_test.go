@@ -45,9 +45,7 @@ func TestStatuscheckDoesNotLinkTheClusterClients(t *testing.T) {
 func TestClusterCommandsRunInStatuscheckCluster(t *testing.T) {
 	bin := testutil.Binary(t)
 	// Never from PATH: one there is not the one beside it.
-	pathDir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(pathDir, ClusterBinary), []byte("#!/bin/sh\necho IMPOSTOR\nexit 7\n"), 0o755))
-	env := []string{"PATH=" + pathDir}
+	env := impostorOnPath(t)
 	code, stdout, _ := runBinary(t, bin, env, "--help")
 	require.Equal(t, 0, code)
 	for _, c := range ClusterCommands {
@@ -103,9 +101,7 @@ func TestClusterCommandWithoutStatuscheckCluster(t *testing.T) {
 	data, err := os.ReadFile(testutil.Binary(t))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(alone, data, 0o755))
-	pathDir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(pathDir, ClusterBinary), []byte("#!/bin/sh\necho IMPOSTOR\nexit 7\n"), 0o755))
-	env := []string{"PATH=" + pathDir}
+	env := impostorOnPath(t)
 	missing := "statuscheck: statuscheck-cluster is not beside statuscheck (" + dir + "): the cluster commands (record, bridge, gate) run in it; install it there (GOBIN=" + dir + " go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)\n"
 	for _, args := range [][]string{{"record", "--help"}, {"help", "record"}, {"bridge"}, {"gate", "x"}, {"__complete", "gate", "--"}} {
 		code, stdout, stderr := runBinary(t, alone, env, args...)
@@ -131,4 +127,13 @@ func TestClusterCommandsInProcess(t *testing.T) {
 	assert.Equal(t, result.ExitFailure, code)
 	assert.Empty(t, stdout)
 	assert.Equal(t, "statuscheck: record: this build of statuscheck runs it in statuscheck-cluster, which it cannot start\n", stderr)
+}
+
+// impostorOnPath is an environment whose PATH holds only a
+// statuscheck-cluster that is not statuscheck's (it prints IMPOSTOR and
+// exits 7), to show that none is taken from PATH.
+func impostorOnPath(t *testing.T) []string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ClusterBinary), []byte("#!/bin/sh\necho IMPOSTOR\nexit 7\n"), 0o755))
+	return []string{"PATH=" + dir}
 }

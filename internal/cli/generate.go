@@ -106,17 +106,17 @@ OperatorCondition itself there, and the bridge would fight it.`,
 			if guards.admissionPolicy || f.Changed("upgrade-hook") {
 				for _, other := range []string{"write", "diff", "check", "output", "bridge", "bridge-deployment", "bridge-metrics-secure", "force", "crd"} {
 					if f.Changed(other) {
-						return usagef("--%s does not go with --admission-policy or --upgrade-hook: they print new manifests on stdout", other)
+						return Usagef("--%s does not go with --admission-policy or --upgrade-hook: they print new manifests on stdout", other)
 					}
 				}
 				if len(args) != 1 {
-					return usagef("--admission-policy and --upgrade-hook take one bundle or CSV")
+					return Usagef("--admission-policy and --upgrade-hook take one bundle or CSV")
 				}
 				return a.runGuards(args[0], values, guards, f.Changed("upgrade-hook"))
 			}
 			for _, only := range []string{"install-namespace", "deployment", "gate-timeout"} {
 				if f.Changed(only) {
-					return usagef("--%s goes with --admission-policy or --upgrade-hook", only)
+					return Usagef("--%s goes with --admission-policy or --upgrade-hook", only)
 				}
 			}
 			// A directory of bundles (as validate takes it) is each bundle
@@ -126,7 +126,7 @@ OperatorCondition itself there, and the bridge would fight it.`,
 				paths = append(paths, bundle.Roots(p, bundle.Options{})...)
 			}
 			if len(args) == 1 && len(paths) > 1 && !write && !check && !diff {
-				return usagef("%s is a directory of %d bundles: several paths need -w, -d or --check; stdout holds one file", args[0], len(paths))
+				return Usagef("%s is a directory of %d bundles: several paths need -w, -d or --check; stdout holds one file", args[0], len(paths))
 			}
 			if err := generateConflicts(values, output.value, write, diff, check, len(paths)); err != nil {
 				return err
@@ -134,13 +134,13 @@ OperatorCondition itself there, and the bridge would fight it.`,
 			opts := generate.Options{Values: values, CRDs: crds}
 			switch {
 			case f.Changed("bridge") && bridgeImage == "":
-				return usagef("--bridge needs the image that runs statuscheck bridge")
+				return Usagef("--bridge needs the image that runs statuscheck bridge")
 			case f.Changed("bridge"):
 				opts.Bridge = &generate.Bridge{Image: bridgeImage, Deployment: bridgeDeployment, MetricsSecure: bridgeSecure}
 			case f.Changed("bridge-deployment"):
-				return usagef("--bridge-deployment goes with --bridge IMAGE")
+				return Usagef("--bridge-deployment goes with --bridge IMAGE")
 			case f.Changed("bridge-metrics-secure"):
-				return usagef("--bridge-metrics-secure goes with --bridge IMAGE")
+				return Usagef("--bridge-metrics-secure goes with --bridge IMAGE")
 			}
 			code := result.ExitOK
 			fix := fixCommand(f)
@@ -186,24 +186,24 @@ OperatorCondition itself there, and the bridge would fight it.`,
 func generateConflicts(v generate.Values, output string, write, diff, check bool, paths int) error {
 	switch {
 	case check && write:
-		return usagef("--check and -w do not go together: --check never writes")
+		return Usagef("--check and -w do not go together: --check never writes")
 	case check && output == "patch":
-		return usagef("--check and -o patch do not go together")
+		return Usagef("--check and -o patch do not go together")
 	case output == "patch" && (write || diff):
-		return usagef("-o patch prints a patch; it does not go with -w or -d")
+		return Usagef("-o patch prints a patch; it does not go with -w or -d")
 	case v.RequestSpecPath != nil && v.RequestAnnotation != nil:
-		return usagef("--request-spec-path and --request-annotation do not go together: OLM writes its token to one place")
+		return Usagef("--request-spec-path and --request-annotation do not go together: OLM writes its token to one place")
 	case v.Handshake != nil && *v.Handshake != string(v1alpha1.HandshakeRequestAck) &&
 		(v.RequestSpecPath != nil || v.RequestAnnotation != nil || v.AckStatusPath != nil):
-		return usagef("--request-spec-path, --request-annotation and --ack-status-path need --handshake RequestAck, not %s", *v.Handshake)
+		return Usagef("--request-spec-path, --request-annotation and --ack-status-path need --handshake RequestAck, not %s", *v.Handshake)
 	case v.Handshake != nil && *v.Handshake == string(v1alpha1.HandshakeRequestAck) && v.RequestSpecPath == nil && v.RequestAnnotation == nil:
-		return usagef("--handshake RequestAck needs --request-spec-path or --request-annotation")
+		return Usagef("--handshake RequestAck needs --request-spec-path or --request-annotation")
 	case v.RequestSpecPath != nil && placeholder(*v.RequestSpecPath):
-		return usagef("--request-spec-path %s is the placeholder of a suggested command: give the spec field your CRD reserves for OLM's request (a string field of its own, such as .spec.upgradeRequest, added to the CRD's spec schema first)", *v.RequestSpecPath)
+		return Usagef("--request-spec-path %s is the placeholder of a suggested command: give the spec field your CRD reserves for OLM's request (a string field of its own, such as .spec.upgradeRequest, added to the CRD's spec schema first)", *v.RequestSpecPath)
 	case v.AckStatusPath != nil && placeholder(*v.AckStatusPath):
-		return usagef("--ack-status-path %s is the placeholder of a suggested command: give the status field the operator echoes the answered request in (such as .status.observedUpgradeRequest, added to the CRD's status schema first)", *v.AckStatusPath)
+		return Usagef("--ack-status-path %s is the placeholder of a suggested command: give the status field the operator echoes the answered request in (such as .status.observedUpgradeRequest, added to the CRD's status schema first)", *v.AckStatusPath)
 	case paths > 1 && !write && !check && !diff:
-		return usagef("several paths need -w, -d or --check; stdout holds one file")
+		return Usagef("several paths need -w, -d or --check; stdout holds one file")
 	}
 	return nil
 }

@@ -38,21 +38,21 @@ func (g *guardFlags) register(f *pflag.FlagSet) {
 // the bundle or CSV at path, all or nothing.
 func (a *app) runGuards(path string, values generate.Values, g guardFlags, hook bool) error {
 	if hook && g.hookImage == "" {
-		return usagef("--upgrade-hook needs the image that runs statuscheck")
+		return Usagef("--upgrade-hook needs the image that runs statuscheck")
 	}
 	if hook {
 		// A hook Job whose image cannot be pulled never runs the gate: the
 		// upgrade is held for ever with an image-pull error, not the CR's
 		// reason. The same check as the bridge's image.
 		if err := sidecar.CheckImage(g.hookImage); err != nil {
-			return usagef("--upgrade-hook: %v", err)
+			return Usagef("--upgrade-hook: %v", err)
 		}
 	}
 	if g.gateTimeout < 0 {
-		return usagef("--gate-timeout cannot be negative")
+		return Usagef("--gate-timeout cannot be negative")
 	}
 	if !hook && g.gateTimeout != 0 {
-		return usagef("--gate-timeout goes with --upgrade-hook")
+		return Usagef("--gate-timeout goes with --upgrade-hook")
 	}
 	b, err := bundle.Load(path, bundle.Options{})
 	if err != nil {

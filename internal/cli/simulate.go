@@ -93,26 +93,26 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.explore {
 				if f.depth < 1 {
-					return usagef("--depth must be at least 1, not %d", f.depth)
+					return Usagef("--depth must be at least 1, not %d", f.depth)
 				}
 				if f.timeout < 0 {
-					return usagef("--timeout cannot be negative (%s); 0 means no limit", f.timeout)
+					return Usagef("--timeout cannot be negative (%s); 0 means no limit", f.timeout)
 				}
 				if len(args) != 0 {
-					return usagef("--explore takes no TRACE: it builds the traces itself")
+					return Usagef("--explore takes no TRACE: it builds the traces itself")
 				}
 				if f.BundleDir == "" && (f.CRDFile == "" || f.Source == "") {
-					return usagef("--explore needs the status source: --bundle, or --crd with --source")
+					return Usagef("--explore needs the status source: --bundle, or --crd with --source")
 				}
 				if f.output.value == "html" {
-					return usagef("--explore writes text or json")
+					return Usagef("--explore writes text or json")
 				}
 				faults, err := explore.ParseFaults(f.faults)
 				if err != nil {
-					return usagef("--faults: %v", err)
+					return Usagef("--faults: %v", err)
 				}
 				if faults != 0 && !f.bridge && f.BundleDir == "" {
-					return usagef("--faults are the bridge's: they go with --bridge")
+					return Usagef("--faults are the bridge's: they go with --bridge")
 				}
 				code, err := a.runExplore(f, faults)
 				if err != nil {
@@ -122,13 +122,13 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 				return nil
 			}
 			if len(args) != 1 {
-				return usagef("simulate needs a TRACE (or --explore)")
+				return Usagef("simulate needs a TRACE (or --explore)")
 			}
 			if f.Source != "" && f.CRDFile == "" {
-				return usagef("--source needs --crd: the CRD of the object it names")
+				return Usagef("--source needs --crd: the CRD of the object it names")
 			}
 			if cmd.Flags().Changed("depth") || f.counterexamples != "" || cmd.Flags().Changed("timeout") || cmd.Flags().Changed("faults") || f.startUp {
-				return usagef("--depth, --timeout, --faults, --start-up and --write-counterexamples go with --explore")
+				return Usagef("--depth, --timeout, --faults, --start-up and --write-counterexamples go with --explore")
 			}
 			code, err := a.runSimulate(args[0], f)
 			if err != nil {
@@ -195,7 +195,7 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 		// Without the CRD the apiserver's pruning and defaulting, which
 		// the trace's steps depend on, are not applied: the replay would
 		// report violations the trace does not have.
-		return 0, usagef("%s needs --crd %s (its header says so: the apiserver's pruning and defaulting decide its steps)", path, crd)
+		return 0, Usagef("%s needs --crd %s (its header says so: the apiserver's pruning and defaulting decide its steps)", path, crd)
 	}
 	if f.CRDFile != "" && f.Source == "" {
 		// --crd alone: the trace's own statusSource names the object.
@@ -304,7 +304,7 @@ func (a *app) runSimulate(path string, f simulateFlags) (int, error) {
 func declaredContext(path string, f simulateFlags) (*source.Context, error) {
 	const need = "--crd needs --source GROUP/VERSION/KIND/NAME"
 	if path == "-" {
-		return nil, usagef("%s when the trace is read from stdin", need)
+		return nil, Usagef("%s when the trace is read from stdin", need)
 	}
 	t, err := trace.Open(path, trace.OpenOptions{Format: trace.Format(f.format.value), Limits: trace.DefaultLimits})
 	if err != nil {
@@ -313,7 +313,7 @@ func declaredContext(path string, f simulateFlags) (*source.Context, error) {
 	declared := t.Declared
 	t.Close()
 	if declared == nil {
-		return nil, usagef("%s: %s declares no statusSource", need, path)
+		return nil, Usagef("%s: %s declares no statusSource", need, path)
 	}
 	return source.FromCRDFor(f.CRDFile, declared, "the trace's statusSource")
 }
@@ -368,13 +368,13 @@ func (a *app) runExplore(f simulateFlags, faults explore.Faults) (int, error) {
 		out.Bridge, out.BridgeFrom = true, bridgeFromFlag
 	}
 	if faults != 0 && !out.Bridge {
-		return 0, usagef("--faults are the bridge's: they go with --bridge (%s declares none)", sctx.From)
+		return 0, Usagef("--faults are the bridge's: they go with --bridge (%s declares none)", sctx.From)
 	}
 	if faults != 0 {
 		out.Faults = faults.List()
 	}
 	if f.startUp && !out.Bridge {
-		return 0, usagef("--start-up is the bridge's start-up window: it goes with --bridge (%s declares none)", sctx.From)
+		return 0, Usagef("--start-up is the bridge's start-up window: it goes with --bridge (%s declares none)", sctx.From)
 	}
 	out.StartUp = f.startUp
 	var text bytes.Buffer

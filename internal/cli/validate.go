@@ -56,7 +56,7 @@ that bundle could not be read.`,
 			parsed.Stop()
 			fail, _ := result.ParseSeverity(failOn.value)
 			if output.value == "manifest-result" && len(args) != 1 {
-				return usagef("-o manifest-result prints one ManifestResult: give one bundle, not %d", len(args))
+				return Usagef("-o manifest-result prints one ManifestResult: give one bundle, not %d", len(args))
 			}
 			guards, err := readGuards(guardFiles)
 			if err != nil {

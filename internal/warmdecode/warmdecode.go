@@ -3,9 +3,9 @@
 // internal/warmstart parses validate's bundles ahead, it also builds, in
 // the background, what the loader's first decode of a CSV and of a CRD
 // costs in a process (bundle.WarmDecoders), so that the loader finds it
-// built. It starts once
-// pkg/bundle's dependencies have initialised, later than the parse (which
-// needs only pkg/manifest's), and while the heaviest packages initialise.
+// built. It starts once pkg/bundle's dependencies have initialised, later
+// than the parse (which needs only pkg/manifest's), and while the
+// heaviest packages initialise.
 package warmdecode
 
 import (
