@@ -10,8 +10,10 @@ package manifest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +91,27 @@ type Document struct {
 	// Value is the document converted to JSON values: map[string]interface{},
 	// []interface{}, string, int64, float64, bool or nil.
 	Value interface{}
+
+	// src is the text of the file the document was parsed from (UTF-8),
+	// for Digest; nil for a document Parse did not make.
+	src []byte
+}
+
+// Digest identifies the document's text without reading its values: the
+// SHA-256, in hex, of the file it was parsed from (as UTF-8) and of its
+// index there. Two documents with the same digest have the same text, so
+// whatever is computed from one holds for the other (two of the same
+// content written differently differ). It is "" for a document Parse did
+// not make (At's, or one built by hand): the caller then has to compare
+// the values.
+func (d *Document) Digest() string {
+	if d == nil || d.src == nil {
+		return ""
+	}
+	h := sha256.New()
+	h.Write(d.src)
+	fmt.Fprintf(h, "\x00%d", d.Index)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Object returns the document as a JSON object, or nil when it is not one.
@@ -193,7 +216,7 @@ func Parse(file string, data []byte, lim Limits) (docs []*Document, err error) {
 		if cerr != nil {
 			return docs, cerr
 		}
-		docs = append(docs, &Document{File: file, Index: index, Node: root, Value: v})
+		docs = append(docs, &Document{File: file, Index: index, Node: root, Value: v, src: data})
 	}
 }
 

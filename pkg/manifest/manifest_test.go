@@ -679,3 +679,40 @@ func TestParsePath(t *testing.T) {
 	assert.Equal(t, NewPath("spec", "versions").Index(3).Child("name"), ParsePath("spec.versions[3].name"))
 	assert.Equal(t, NewPath("metadata", "annotations").Key("a/b"), ParsePath("metadata.annotations[a/b]"))
 }
+
+// TestDigest: documents of the same text have the same digest, and any
+// difference of text, index or part gives another (or none).
+func TestDigest(t *testing.T) {
+	parse := func(text string) []*Document {
+		t.Helper()
+		docs, err := Parse("a.yaml", []byte(text), DefaultLimits)
+		require.NoError(t, err)
+		return docs
+	}
+	two := "kind: A\n---\nkind: A\n"
+	a, b := parse(two), parse(two)
+	other := parse("kind: A\n---\nkind: A \n")
+	renamed, err := Parse("elsewhere/b.yaml", []byte(two), DefaultLimits)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name      string
+		x, y      *Document
+		wantEqual bool
+	}{
+		{name: "the same text parsed twice", x: a[0], y: b[0], wantEqual: true},
+		{name: "the same text in another file", x: a[1], y: renamed[1], wantEqual: true},
+		{name: "the same content at another index", x: a[0], y: a[1], wantEqual: false},
+		{name: "a space more in the file", x: a[0], y: other[0], wantEqual: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NotEmpty(t, tc.x.Digest())
+			require.Len(t, tc.x.Digest(), 64)
+			assert.Equal(t, tc.wantEqual, tc.x.Digest() == tc.y.Digest())
+		})
+	}
+	assert.Empty(t, a[0].At(NewPath("kind")).Digest(), "a part of a document has no digest of its own")
+	assert.Empty(t, (&Document{File: "x", Value: map[string]interface{}{}}).Digest(), "a document built by hand")
+	var none *Document
+	assert.Empty(t, none.Digest())
+}

@@ -149,12 +149,18 @@ func (ctx *Context) probes() *probeResults {
 		ctx.probe = runProbes(ctx, all)
 		return ctx.probe
 	}
-	crdJSON, _ := json.Marshal(ctx.CRD.V1)
-	if ctx.CRD.V1beta1 != nil {
-		crdJSON, _ = json.Marshal(ctx.CRD.V1beta1)
+	// The CRD by its text when it has one (hashing the file takes a
+	// tenth of the time encoding a large CRD takes), else by its JSON.
+	crdKey := ctx.CRD.Doc.Digest()
+	if crdKey == "" {
+		crdJSON, _ := json.Marshal(ctx.CRD.V1)
+		if ctx.CRD.V1beta1 != nil {
+			crdJSON, _ = json.Marshal(ctx.CRD.V1beta1)
+		}
+		crdKey = "json:" + string(crdJSON)
 	}
 	exJSON, _ := json.Marshal(all)
-	key := fmt.Sprintf("%x", sha256.Sum256([]byte(string(crdJSON)+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
+	key := fmt.Sprintf("%x", sha256.Sum256([]byte(crdKey+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
 	ctx.probeKey = key
 	r, ok := cache.get(key)
 	if !ok {

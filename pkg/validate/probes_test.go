@@ -235,3 +235,47 @@ func TestSearchCacheStaysWithItsBundle(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeCacheKeysOnTheCRDText: bundles whose CRD has the same text
+// share one run of the probes, wherever the file is; a byte more in the
+// CRD file runs them again.
+func TestProbeCacheKeysOnTheCRDText(t *testing.T) {
+	src := filepath.Join(testutil.RepoRoot(), "testdata/bundles/rules/status-write-rejected/pass")
+	crdFile := func(dir string) string {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(dir, "manifests", "*_*.yaml"))
+		require.NoError(t, err)
+		require.Len(t, m, 1, "the fixture's one CRD file")
+		return m[0]
+	}
+	copyBundle := func(edit func(crd []byte) []byte) string {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "bundle")
+		require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+		if edit != nil {
+			f := crdFile(dir)
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(f, edit(data), 0o644))
+		}
+		return dir
+	}
+	for _, tc := range []struct {
+		name     string
+		second   func(crd []byte) []byte
+		wantRuns int
+	}{
+		{name: "the same CRD text in another directory", second: nil, wantRuns: 1},
+		{name: "a comment more in the CRD file", second: func(crd []byte) []byte { return append(crd, "# edited\n"...) }, wantRuns: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := &ProbeCache{}
+			for _, dir := range []string{copyBundle(nil), copyBundle(tc.second)} {
+				b, err := bundle.Load(dir, bundle.Options{})
+				require.NoError(t, err)
+				Check(b, Options{Probes: cache})
+			}
+			assert.Len(t, cache.results, tc.wantRuns, "probe runs kept in the cache")
+		})
+	}
+}
