@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -171,6 +172,25 @@ func (ctx *Context) probes() *probeResults {
 	return r
 }
 
+// builtResource is what apiserver.NewResource returned.
+type builtResource struct {
+	res *apiserver.Resource
+	err error
+}
+
+// newResource is apiserver.NewResource, a panic in it an error: it runs
+// on a goroutine of its own, on a CRD the apiserver may refuse, which
+// it would never build.
+func newResource(crd *apiextv1.CustomResourceDefinition, version string) (b builtResource) {
+	defer func() {
+		if p := recover(); p != nil {
+			b = builtResource{err: fmt.Errorf("building version %s of the CRD: %v", version, p)}
+		}
+	}()
+	res, err := apiserver.NewResource(crd, version)
+	return builtResource{res: res, err: err}
+}
+
 // runProbes runs the probes with all the examples of the kind: the one
 // the console creates is the base of the status and request probes, the
 // others are each created on their own.
@@ -186,7 +206,15 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 	if ctx.CRD.V1beta1 != nil {
 		written = ctx.CRD.V1beta1
 	}
+	// The resource is built while the CRD is validated, on another core:
+	// both only read the CRD (ValidateCRD works on a copy), and for a
+	// large CRD each takes tens of milliseconds that nothing else in the
+	// process runs beside. It is used only when the apiserver takes the
+	// CRD, as the apiserver serves only what it took.
+	built := make(chan builtResource, 1)
+	go func() { built <- newResource(ctx.CRD.V1, ctx.Version.Name) }()
 	rf, err := apiserver.ValidateCRD(written)
+	b := <-built
 	switch {
 	case err != nil:
 		r.serveErr = err
@@ -196,7 +224,7 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 		r.serveErr = rf
 		return r
 	}
-	res, err := apiserver.NewResource(ctx.CRD.V1, ctx.Version.Name)
+	res, err := b.res, b.err
 	if err != nil {
 		r.serveErr = err
 		return r

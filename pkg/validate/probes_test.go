@@ -279,3 +279,14 @@ func TestProbeCacheKeysOnTheCRDText(t *testing.T) {
 		})
 	}
 }
+
+// TestNewResourceTurnsAPanicIntoAnError: the resource is built on a
+// goroutine of its own, where a panic would end the process; it is an
+// error instead, the probes' serveErr.
+func TestNewResourceTurnsAPanicIntoAnError(t *testing.T) {
+	var b builtResource
+	require.NotPanics(t, func() { b = newResource(nil, "v1") })
+	assert.Nil(t, b.res)
+	require.Error(t, b.err)
+	assert.Contains(t, b.err.Error(), "building version v1 of the CRD")
+}
