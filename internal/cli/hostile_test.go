@@ -190,6 +190,13 @@ func TestHostileInput(t *testing.T) {
 			checks: func(b, c, tr string) []check {
 				return []check{{[]string{"validate", b}, 1, "huge.yaml"}, {[]string{"generate", filepath.Join(b, "manifests/huge.yaml")}, 2, "huge.yaml"}, {[]string{"simulate", tr}, 2, tr}}
 			}},
+		{name: "a CRD of 20,000 rules the apiserver refuses",
+			// Not structural: refused before a rule is compiled, which
+			// building its resource beside the validation would do.
+			bundle: map[string][]byte{csvPath: csv, crdPath: testutil.CoolCRDWithRules(t, 20000, true), annPath: ann},
+			checks: func(b, c, tr string) []check {
+				return []check{{[]string{"validate", b}, 1, filepath.Base(crdPath)}}
+			}},
 		{name: "two CSVs",
 			bundle: map[string][]byte{csvPath: csv, "manifests/z.clusterserviceversion.yaml": csv, crdPath: crd, annPath: ann},
 			checks: func(b, c, tr string) []check {

@@ -103,7 +103,9 @@ type Document struct {
 // whatever is computed from one holds for the other (two of the same
 // content written differently differ). It is "" for a document Parse did
 // not make (At's, or one built by hand): the caller then has to compare
-// the values.
+// the values. Parse keeps the text it was given and Digest reads it when
+// called, so the guarantee holds while the caller leaves that text and
+// the document's Value as Parse left them.
 func (d *Document) Digest() string {
 	if d == nil || d.src == nil {
 		return ""
@@ -166,7 +168,8 @@ func (d *Document) LocateKey(p Path) (pos Position, exact bool) {
 
 // Parse reads every document of data. A syntax error stops the reading; the
 // documents before it are returned along with the error. Empty documents are
-// skipped.
+// skipped. The documents keep data for Digest: the caller must not change
+// it afterwards.
 func Parse(file string, data []byte, lim Limits) (docs []*Document, err error) {
 	defer func() {
 		// The YAML parser is not supposed to panic; if it ever does on some
