@@ -135,6 +135,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./internal/jsonobj FuzzEqual $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/simulate FuzzReplayMemo $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/guard FuzzParse $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./internal/gcfloor FuzzParseLimit $(FUZZTIME)
 
 ## image: the statuscheck image (build/Containerfile), built offline into podman's local
 ## store as a manifest list for IMAGE_PLATFORMS from the binary this checkout builds

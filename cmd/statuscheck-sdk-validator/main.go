@@ -14,8 +14,8 @@ import (
 	"os"
 
 	"github.com/statuscheck/statuscheck/internal/cli"
-	// A validator process is short-lived: the collector off for its
-	// first tens of MiB, as statuscheck validate has it.
+	// A validator process is short-lived: the collector off until it
+	// reaches gcfloor.Floor, as statuscheck validate has it.
 	_ "github.com/statuscheck/statuscheck/internal/gcfloor"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )

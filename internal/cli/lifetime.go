@@ -4,8 +4,8 @@ package cli
 // small: validate, generate, rules, version, help and completion, and
 // whatever cobra refuses. The others (bridge and record run until
 // stopped; simulate's searches grow large), and any command added later,
-// are not. cmd/statuscheck keeps the garbage collector off for the first
-// tens of MiB of the short-lived ones (internal/gcfloor).
+// are not. cmd/statuscheck keeps the garbage collector off for the
+// short-lived ones until they reach gcfloor.Floor (internal/gcfloor).
 func ShortLived(args []string) bool {
 	if len(args) > 0 {
 		// The command named first, as cobra finds it (no aliases, no

@@ -28,6 +28,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -37,8 +39,50 @@ import (
 // a collection (kubevirt-hyperconverged 1.20.0, 2.7 MB of YAML, the
 // largest, peaks at 123 MiB resident); at 64 MiB the two largest paid for
 // one, and one process a bundle took 1.03x the time it takes at 128
-// (docs/development.md).
+// (docs/development.md). In a cgroup with a memory limit (a container's)
+// the floor is half that limit when that is lower (floorUnder): the
+// binary's pages come on top of the runtime's memory, and a process must
+// not reach its container's limit before its first collection.
 const Floor = 128 << 20
+
+// cgroupFiles hold the memory limit of the process's cgroup, the first
+// that can be read deciding: cgroup v2's memory.max, then v1's
+// memory.limit_in_bytes (a container's own, under the cgroup namespace it
+// runs in).
+var cgroupFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// floorUnder is the floor under a memory limit of limit bytes (0 for
+// none): Floor, or half the limit when that is lower.
+func floorUnder(limit int64) int64 {
+	if limit > 0 && limit/2 < Floor {
+		return limit / 2
+	}
+	return Floor
+}
+
+// memoryLimit is the limit the first readable file of files holds, in
+// bytes, 0 for none ("max"; v1's "unlimited" is a number far above
+// Floor) or when no file holds one.
+func memoryLimit(files []string) int64 {
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		return parseLimit(data)
+	}
+	return 0
+}
+
+// parseLimit reads a cgroup memory limit file's content: a number of
+// bytes, or "max"; 0 for "max" and for anything else it cannot read.
+func parseLimit(data []byte) int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
 
 // After is the GC percent of a short-lived process past Floor. Validating
 // the corpus's 27 bundles in one process (19 MB of YAML) at 100 spent
@@ -65,7 +109,7 @@ func init() {
 	}
 	armed = true
 	percent = debug.SetGCPercent(-1)
-	limit = debug.SetMemoryLimit(Floor)
+	limit = debug.SetMemoryLimit(floorUnder(memoryLimit(cgroupFiles)))
 	// The first collection finds the sentinel unreachable and queues its
 	// finalizer, which puts the settings back. (Sized and typed so that
 	// it is not in a tiny-allocator block, whose finalizers may not run.)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -24,8 +25,8 @@ func TestFloorLiftsAtFirstCollection(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the package leaves the collector alone")
 	}
-	if p, l := gcPercent(), debug.SetMemoryLimit(-1); p != -1 || l != Floor {
-		t.Fatalf("at start: GC percent %d, memory limit %d; want -1 and %d", p, l, Floor)
+	if p, l, want := gcPercent(), debug.SetMemoryLimit(-1), floorUnder(memoryLimit(cgroupFiles)); p != -1 || l != want {
+		t.Fatalf("at start: GC percent %d, memory limit %d; want -1 and %d", p, l, want)
 	}
 	runtime.GC()
 	deadline := time.Now().Add(10 * time.Second)
@@ -72,4 +73,59 @@ func TestReleaseBeforeTheFloor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the child process: %v\n%s", err, out)
 	}
+}
+
+// TestFloorUnderAContainersLimit: the floor is half a cgroup's memory
+// limit where that is under Floor, and Floor otherwise.
+func TestFloorUnderAContainersLimit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	v2max := write("v2-max", "max\n")
+	v2limited := write("v2-limited", "134217728\n") // 128 MiB
+	v1unlimited := write("v1-unlimited", "9223372036854771712\n")
+	v1limited := write("v1-limited", "536870912\n") // 512 MiB
+	garbage := write("garbage", "lots\n")
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  int64
+	}{
+		{name: "no cgroup file", files: []string{missing, missing}, want: Floor},
+		{name: "cgroup v2 without a limit", files: []string{v2max, v1limited}, want: Floor},
+		{name: "cgroup v2 limited to 128 MiB", files: []string{v2limited}, want: 64 << 20},
+		{name: "cgroup v1 without a limit", files: []string{missing, v1unlimited}, want: Floor},
+		{name: "cgroup v1 limited to 512 MiB: over twice the floor", files: []string{missing, v1limited}, want: Floor},
+		{name: "a file that holds no number", files: []string{garbage, v2limited}, want: Floor},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := floorUnder(memoryLimit(tc.files)); got != tc.want {
+				t.Errorf("floor %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseLimit: whatever a cgroup file holds, the limit read is a
+// number of bytes or 0, and the floor under it is positive and no more
+// than Floor.
+func FuzzParseLimit(f *testing.F) {
+	for _, s := range []string{"max\n", "134217728\n", "9223372036854771712", "-1", "", " 42 ", "1e9"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n := parseLimit(data)
+		if n < 0 {
+			t.Fatalf("limit %d from %q", n, data)
+		}
+		if fl := floorUnder(n); fl < 0 || fl > Floor || (n > 0 && fl > n) {
+			t.Fatalf("floor %d under limit %d", fl, n)
+		}
+	})
 }
