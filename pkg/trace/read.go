@@ -38,12 +38,15 @@ type Limits struct {
 	MaxSteps int
 	// Manifest bounds each document (a step, a snapshot, an event).
 	Manifest manifest.Limits
-	// MaxWhole is the largest trace read whole rather than streamed.
+	// MaxWhole is the largest trace read whole rather than streamed. A
+	// trace read whole is one document, which Manifest.MaxFileSize bounds
+	// too: above that, MaxWhole only changes the message.
 	MaxWhole int64
 }
 
 // DefaultLimits allow ten million steps; memory does not grow with them.
-var DefaultLimits = Limits{MaxSteps: 10_000_000, Manifest: manifest.DefaultLimits, MaxWhole: 64 << 20}
+// A trace read whole may be as large as a manifest file.
+var DefaultLimits = Limits{MaxSteps: 10_000_000, Manifest: manifest.DefaultLimits, MaxWhole: manifest.DefaultLimits.MaxFileSize}
 
 // Identity names the object a recording is about.
 type Identity struct {

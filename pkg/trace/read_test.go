@@ -14,6 +14,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
 // TestLiveStream is issue 11, item 5: a live stream (kubectl get -w -o
@@ -194,4 +195,12 @@ func TestTraceLimits(t *testing.T) {
 	tr, err = OpenReader("big.yaml", strings.NewReader("apiVersion: a.io/v1\nkind: A\nmetadata: {name: a}\ndata: "+strings.Repeat("x", 300<<10)+"\n"), OpenOptions{Limits: lim})
 	require.Error(t, err, "a snapshot over the limit")
 	assert.Contains(t, err.Error(), "big.yaml")
+
+	// Steps first, then a key: read whole, and over the file-size limit
+	// the message says how to stream it.
+	whole := "apiVersion: statuscheck.operatorframework.io/v1alpha1\nkind: StatusTrace\nsteps:\n- {actor: olm, check: {}}\ninitial: null\nnote: " + strings.Repeat("x", int(manifest.DefaultLimits.MaxFileSize)) + "\n"
+	_, err = OpenReader("whole.yaml", strings.NewReader(whole), OpenOptions{Limits: DefaultLimits})
+	require.Error(t, err, "a trace read whole over the limit")
+	assert.Contains(t, err.Error(), "whole.yaml")
+	assert.Contains(t, err.Error(), fmt.Sprintf("a trace read whole may be at most %d bytes; put steps: last to stream it", manifest.DefaultLimits.MaxFileSize))
 }
