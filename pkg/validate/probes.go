@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -172,79 +171,6 @@ func (ctx *Context) probes() *probeResults {
 	return r
 }
 
-// maxRulesAlongside is the most x-kubernetes-validations rules a
-// version's schema may hold for its resource to be built while the CRD
-// is validated. The resource compiles every rule; ValidateCRD refuses a
-// schema that is not structural without compiling any, and the rules of
-// one that is when they cost too much: built alongside, the resource of
-// a refused CRD of 20,000 rules cost seconds and most of a gigabyte that
-// the validation alone never spent. Under this many rules, what is built
-// in vain is a few milliseconds on the other core.
-const maxRulesAlongside = 64
-
-// buildAlongside says whether version v of c has at most
-// maxRulesAlongside rules, counted in its schema as written: every
-// element of an x-kubernetes-validations list, at any depth (a property
-// of that name counts too; the count only decides where the resource is
-// built). A schema the document does not hold where v says counts as
-// too many.
-func buildAlongside(c *crd.CRD, v *crd.Version) bool {
-	if v.Schema == nil {
-		return true
-	}
-	if c.Doc == nil {
-		return false
-	}
-	doc := c.Doc.At(v.SchemaPath)
-	if doc == nil {
-		return false
-	}
-	rules := 0
-	var over func(val interface{}) bool
-	over = func(val interface{}) bool {
-		switch val := val.(type) {
-		case map[string]interface{}:
-			for k, child := range val {
-				if l, ok := child.([]interface{}); ok && k == "x-kubernetes-validations" {
-					if rules += len(l); rules > maxRulesAlongside {
-						return true
-					}
-				}
-				if over(child) {
-					return true
-				}
-			}
-		case []interface{}:
-			for _, child := range val {
-				if over(child) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return !over(doc.Value)
-}
-
-// builtResource is what apiserver.NewResource returned.
-type builtResource struct {
-	res *apiserver.Resource
-	err error
-}
-
-// newResource is apiserver.NewResource, a panic in it an error: it runs
-// on a goroutine of its own, on a CRD the apiserver may refuse, which
-// it would never build.
-func newResource(crd *apiextv1.CustomResourceDefinition, version string) (b builtResource) {
-	defer func() {
-		if p := recover(); p != nil {
-			b = builtResource{err: fmt.Errorf("building version %s of the CRD: %v", version, p)}
-		}
-	}()
-	res, err := apiserver.NewResource(crd, version)
-	return builtResource{res: res, err: err}
-}
-
 // runProbes runs the probes with all the examples of the kind: the one
 // the console creates is the base of the status and request probes, the
 // others are each created on their own.
@@ -260,22 +186,7 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 	if ctx.CRD.V1beta1 != nil {
 		written = ctx.CRD.V1beta1
 	}
-	// The resource is built while the CRD is validated, on another core,
-	// when that cannot cost much more than the validation (buildAlongside):
-	// both only read the CRD (ValidateCRD works on a copy), and for a
-	// large CRD each takes tens of milliseconds that nothing else in the
-	// process runs beside. It is used only when the apiserver takes the
-	// CRD, as the apiserver serves only what it took.
-	var built chan builtResource
-	if buildAlongside(ctx.CRD, ctx.Version) {
-		built = make(chan builtResource, 1)
-		go func() { built <- newResource(ctx.CRD.V1, ctx.Version.Name) }()
-	}
 	rf, err := apiserver.ValidateCRD(written)
-	var b builtResource
-	if built != nil {
-		b = <-built
-	}
 	switch {
 	case err != nil:
 		r.serveErr = err
@@ -285,10 +196,7 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 		r.serveErr = rf
 		return r
 	}
-	if built == nil {
-		b = newResource(ctx.CRD.V1, ctx.Version.Name)
-	}
-	res, err := b.res, b.err
+	res, err := apiserver.NewResource(ctx.CRD.V1, ctx.Version.Name)
 	if err != nil {
 		r.serveErr = err
 		return r
