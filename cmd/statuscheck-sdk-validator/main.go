@@ -15,7 +15,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/cli"
 	// A validator process is short-lived: the collector off until it
-	// reaches gcfloor.Floor, as statuscheck validate has it.
+	// reaches its floor (internal/gcfloor), as statuscheck validate has it.
 	_ "github.com/statuscheck/statuscheck/internal/gcfloor"
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
 )

@@ -5,7 +5,7 @@ package cli
 // whatever cobra refuses. The others (bridge and record run until
 // stopped; simulate's searches grow large), and any command added later,
 // are not. cmd/statuscheck keeps the garbage collector off for the
-// short-lived ones until they reach gcfloor.Floor (internal/gcfloor).
+// short-lived ones until they reach a floor (internal/gcfloor).
 func ShortLived(args []string) bool {
 	if len(args) > 0 {
 		// The command named first, as cobra finds it (no aliases, no

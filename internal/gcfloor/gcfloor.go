@@ -2,18 +2,19 @@
 // statuscheck process is small. Only the commands (cmd/statuscheck,
 // cmd/statuscheck-cluster, cmd/statuscheck-sdk-validator) import it, for
 // its initialisation, which turns the collector off under a memory limit
-// of Floor
+// of Floor, or of half a container's memory limit when that is lower
 // (runtime/debug.SetGCPercent(-1) and SetMemoryLimit), so that neither the
 // rest of the binary's package initialisation (some 7 MiB allocated, most
 // of it garbage by main, which under the default GOGC=100 and its 4 MiB
 // first goal costs two or three collections) nor the validation of a
 // bundle or two pays for collections in a process about to exit. The
-// first collection, when the process reaches Floor, turns the collector
-// on at GC percent After under a soft memory limit of AfterLimit: from
+// first collection, when the process reaches that floor, turns the
+// collector on at GC percent After under a soft memory limit of
+// AfterLimit, or of half a container's limit when that is lower: from
 // there on it paces as it always does, with the heap let grow to five
 // times what is live instead of twice, which suits a process whose
-// garbage is most of what it allocates, but no further than AfterLimit,
-// where a large input would otherwise take more than it did at 100.
+// garbage is most of what it allocates, but no further than the soft
+// limit, where a large input would otherwise take more than it did at 100.
 // Release puts back the settings the process started with
 // (GOGC, default 100, and GOMEMLIMIT) at once, for the commands that run
 // long or grow large. A process started with GOGC or GOMEMLIMIT set is
@@ -40,24 +41,27 @@ import (
 // largest, peaks at 123 MiB resident); at 64 MiB the two largest paid for
 // one, and one process a bundle took 1.03x the time it takes at 128
 // (docs/development.md). In a cgroup with a memory limit (a container's)
-// the floor is half that limit when that is lower (floorUnder): the
-// binary's pages come on top of the runtime's memory, and a process must
-// not reach its container's limit before its first collection.
+// the floor is half that limit when that is lower (underLimit), and so is
+// the soft limit after it: the binary's pages come on top of the
+// runtime's memory, and a process must not reach its container's limit.
 const Floor = 128 << 20
 
-// cgroupFiles hold the memory limit of the process's cgroup, the first
-// that can be read deciding: cgroup v2's memory.max, then v1's
-// memory.limit_in_bytes (a container's own, under the cgroup namespace it
-// runs in).
+// cgroupFiles hold the memory limit of the cgroup mounted at
+// /sys/fs/cgroup, the first that can be read deciding: cgroup v2's
+// memory.max, then v1's memory.limit_in_bytes. In a container that is its
+// own limit (a private cgroup namespace, cgroup v2's default for
+// containers, or v1's mount of the container's cgroup); a limit set on a
+// systemd unit, on a cgroup above it or below the mount is not read.
 var cgroupFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// floorUnder is the floor under a memory limit of limit bytes (0 for
-// none): Floor, or half the limit when that is lower.
-func floorUnder(limit int64) int64 {
-	if limit > 0 && limit/2 < Floor {
+// underLimit is what a memory limit of limit bytes (0 for none) leaves of
+// a setting of want bytes (Floor, AfterLimit): want, or half the limit
+// when that is lower.
+func underLimit(want, limit int64) int64 {
+	if limit > 0 && limit/2 < want {
 		return limit / 2
 	}
-	return Floor
+	return want
 }
 
 // memoryLimit is the limit the first readable file of files holds, in
@@ -109,7 +113,9 @@ func init() {
 	}
 	armed = true
 	percent = debug.SetGCPercent(-1)
-	limit = debug.SetMemoryLimit(floorUnder(memoryLimit(cgroupFiles)))
+	cgroup := memoryLimit(cgroupFiles)
+	limit = debug.SetMemoryLimit(underLimit(Floor, cgroup))
+	after := underLimit(AfterLimit, cgroup)
 	// The first collection finds the sentinel unreachable and queues its
 	// finalizer, which puts the settings back. (Sized and typed so that
 	// it is not in a tiny-allocator block, whose finalizers may not run.)
@@ -117,7 +123,7 @@ func init() {
 		_ [16]byte
 		_ *int
 	}{}
-	runtime.SetFinalizer(sentinel, func(interface{}) { lift(After, AfterLimit) })
+	runtime.SetFinalizer(sentinel, func(interface{}) { lift(After, after) })
 }
 
 // Release puts back the collector's settings the process started with;

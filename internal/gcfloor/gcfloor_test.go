@@ -25,7 +25,8 @@ func TestFloorLiftsAtFirstCollection(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the package leaves the collector alone")
 	}
-	if p, l, want := gcPercent(), debug.SetMemoryLimit(-1), floorUnder(memoryLimit(cgroupFiles)); p != -1 || l != want {
+	cgroup := memoryLimit(cgroupFiles)
+	if p, l, want := gcPercent(), debug.SetMemoryLimit(-1), underLimit(Floor, cgroup); p != -1 || l != want {
 		t.Fatalf("at start: GC percent %d, memory limit %d; want -1 and %d", p, l, want)
 	}
 	runtime.GC()
@@ -34,8 +35,8 @@ func TestFloorLiftsAtFirstCollection(t *testing.T) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if p, l := gcPercent(), debug.SetMemoryLimit(-1); p != After || l != AfterLimit {
-		t.Fatalf("after the first collection: GC percent %d, memory limit %d; want %d and %d", p, l, After, AfterLimit)
+	if p, l, want := gcPercent(), debug.SetMemoryLimit(-1), underLimit(AfterLimit, cgroup); p != After || l != want {
+		t.Fatalf("after the first collection: GC percent %d, memory limit %d; want %d and %d", p, l, After, want)
 	}
 	Release() // the collector is on already: this changes nothing
 	if p := gcPercent(); p != After {
@@ -75,8 +76,9 @@ func TestReleaseBeforeTheFloor(t *testing.T) {
 	}
 }
 
-// TestFloorUnderAContainersLimit: the floor is half a cgroup's memory
-// limit where that is under Floor, and Floor otherwise.
+// TestFloorUnderAContainersLimit: the floor, and the soft limit after
+// it, are half a cgroup's memory limit where that is lower, and Floor and
+// AfterLimit otherwise.
 func TestFloorUnderAContainersLimit(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -93,22 +95,30 @@ func TestFloorUnderAContainersLimit(t *testing.T) {
 	garbage := write("garbage", "lots\n")
 	missing := filepath.Join(dir, "missing")
 	for _, tc := range []struct {
-		name  string
-		files []string
-		want  int64
+		name      string
+		files     []string
+		wantFloor int64
+		wantAfter int64
 	}{
-		{name: "no cgroup file", files: []string{missing, missing}, want: Floor},
-		{name: "cgroup v2 without a limit", files: []string{v2max, v1limited}, want: Floor},
-		{name: "cgroup v2 limited to 128 MiB", files: []string{v2limited}, want: 64 << 20},
-		{name: "cgroup v1 without a limit", files: []string{missing, v1unlimited}, want: Floor},
-		{name: "cgroup v1 limited to 512 MiB: over twice the floor", files: []string{missing, v1limited}, want: Floor},
-		{name: "a file that holds no number", files: []string{garbage, v2limited}, want: Floor},
+		{name: "no cgroup file", files: []string{missing, missing}, wantFloor: 128 << 20, wantAfter: 2 << 30},
+		{name: "cgroup v2 without a limit", files: []string{v2max, v1limited}, wantFloor: 128 << 20, wantAfter: 2 << 30},
+		{name: "cgroup v2 limited to 128 MiB", files: []string{v2limited}, wantFloor: 64 << 20, wantAfter: 64 << 20},
+		{name: "cgroup v1 without a limit", files: []string{missing, v1unlimited}, wantFloor: 128 << 20, wantAfter: 2 << 30},
+		{name: "cgroup v1 limited to 512 MiB: over twice the floor", files: []string{missing, v1limited}, wantFloor: 128 << 20, wantAfter: 256 << 20},
+		{name: "a file that holds no number", files: []string{garbage, v2limited}, wantFloor: 128 << 20, wantAfter: 2 << 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := floorUnder(memoryLimit(tc.files)); got != tc.want {
-				t.Errorf("floor %d, want %d", got, tc.want)
+			limit := memoryLimit(tc.files)
+			if got := underLimit(Floor, limit); got != tc.wantFloor {
+				t.Errorf("floor %d, want %d", got, tc.wantFloor)
+			}
+			if got := underLimit(AfterLimit, limit); got != tc.wantAfter {
+				t.Errorf("soft limit after the floor %d, want %d", got, tc.wantAfter)
 			}
 		})
+	}
+	if len(cgroupFiles) != 2 || cgroupFiles[0] != "/sys/fs/cgroup/memory.max" || cgroupFiles[1] != "/sys/fs/cgroup/memory/memory.limit_in_bytes" {
+		t.Errorf("the files read are %q", cgroupFiles)
 	}
 }
 
@@ -124,7 +134,7 @@ func FuzzParseLimit(f *testing.F) {
 		if n < 0 {
 			t.Fatalf("limit %d from %q", n, data)
 		}
-		if fl := floorUnder(n); fl < 0 || fl > Floor || (n > 0 && fl > n) {
+		if fl := underLimit(Floor, n); fl < 0 || fl > Floor || (n > 0 && 2*fl > n) {
 			t.Fatalf("floor %d under limit %d", fl, n)
 		}
 	})
