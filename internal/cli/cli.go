@@ -63,7 +63,7 @@ func Run(args []string, stdout, stderr io.Writer, opts Options) int {
 // silenced (what matters reaches the user as findings and errors),
 // release called for the commands that run long or grow large (the
 // collector, off since internal/gcfloor's initialisation, comes back;
-// the others get it when they reach gcfloor.Floor), the commands run on
+// the others get it when they reach their floor), the commands run on
 // the process's standard streams with opts, then ReportDebug. It returns
 // the exit code.
 func Process(args []string, opts Options, release func()) int {

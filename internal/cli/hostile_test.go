@@ -193,7 +193,7 @@ func TestHostileInput(t *testing.T) {
 		{name: "a CRD of 20,000 rules the apiserver refuses",
 			// Not structural: refused before a rule is compiled, which
 			// building its resource beside the validation would do.
-			bundle: map[string][]byte{csvPath: csv, crdPath: testutil.CoolCRDWithRules(t, 20000, true), annPath: ann},
+			bundle: map[string][]byte{csvPath: csv, crdPath: testutil.CoolCRDWithRules(t, 20000), annPath: ann},
 			checks: func(b, c, tr string) []check {
 				return []check{{[]string{"validate", b}, 1, filepath.Base(crdPath)}}
 			}},

@@ -54,12 +54,17 @@ const Floor = 128 << 20
 // systemd unit, on a cgroup above it or below the mount is not read.
 var cgroupFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
+// minUnderLimit is the least underLimit gives: under a smaller memory
+// limit the process would collect thousands of times before its first
+// collection lifts the floor, and could not run within that limit anyway.
+const minUnderLimit = 16 << 20
+
 // underLimit is what a memory limit of limit bytes (0 for none) leaves of
 // a setting of want bytes (Floor, AfterLimit): want, or half the limit
-// when that is lower.
+// when that is lower, but no less than minUnderLimit.
 func underLimit(want, limit int64) int64 {
 	if limit > 0 && limit/2 < want {
-		return limit / 2
+		return max(limit/2, minUnderLimit)
 	}
 	return want
 }

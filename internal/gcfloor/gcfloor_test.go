@@ -18,9 +18,9 @@ func gcPercent() int {
 }
 
 // TestFloorLiftsAtFirstCollection: importing the package turned the
-// collector off under the Floor memory limit (the test binary imports
-// it); the first collection turns it on at GC percent After under the
-// AfterLimit, and Release after that changes nothing.
+// collector off under its floor (Floor, or less under a cgroup limit; the
+// test binary imports it); the first collection turns it on at GC percent
+// After under its soft limit, and Release after that changes nothing.
 func TestFloorLiftsAtFirstCollection(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the package leaves the collector alone")
@@ -93,6 +93,7 @@ func TestFloorUnderAContainersLimit(t *testing.T) {
 	v1unlimited := write("v1-unlimited", "9223372036854771712\n")
 	v1limited := write("v1-limited", "536870912\n") // 512 MiB
 	garbage := write("garbage", "lots\n")
+	tiny := write("tiny", "8388608\n")
 	missing := filepath.Join(dir, "missing")
 	for _, tc := range []struct {
 		name      string
@@ -106,6 +107,7 @@ func TestFloorUnderAContainersLimit(t *testing.T) {
 		{name: "cgroup v1 without a limit", files: []string{missing, v1unlimited}, wantFloor: 128 << 20, wantAfter: 2 << 30},
 		{name: "cgroup v1 limited to 512 MiB: over twice the floor", files: []string{missing, v1limited}, wantFloor: 128 << 20, wantAfter: 256 << 20},
 		{name: "a file that holds no number", files: []string{garbage, v2limited}, wantFloor: 128 << 20, wantAfter: 2 << 30},
+		{name: "a limit of 8 MiB: the least floor", files: []string{tiny}, wantFloor: 16 << 20, wantAfter: 16 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			limit := memoryLimit(tc.files)
@@ -123,8 +125,9 @@ func TestFloorUnderAContainersLimit(t *testing.T) {
 }
 
 // FuzzParseLimit: whatever a cgroup file holds, the limit read is a
-// number of bytes or 0, and the floor under it is positive and no more
-// than Floor.
+// number of bytes or 0, and the floor under it is between the least
+// floor and Floor, and no more than half the limit unless that is under
+// the least floor.
 func FuzzParseLimit(f *testing.F) {
 	for _, s := range []string{"max\n", "134217728\n", "9223372036854771712", "-1", "", " 42 ", "1e9"} {
 		f.Add([]byte(s))
@@ -134,7 +137,7 @@ func FuzzParseLimit(f *testing.F) {
 		if n < 0 {
 			t.Fatalf("limit %d from %q", n, data)
 		}
-		if fl := underLimit(Floor, n); fl < 0 || fl > Floor || (n > 0 && 2*fl > n) {
+		if fl := underLimit(Floor, n); fl < minUnderLimit || fl > Floor || (n > 0 && 2*fl > n && fl != minUnderLimit) {
 			t.Fatalf("floor %d under limit %d", fl, n)
 		}
 	})

@@ -51,39 +51,22 @@ func CoolTrace(name, spec, status string) string {
 	return s + "steps:\n"
 }
 
-// CoolCRDWithRules is the protected fixture's CRD with n CEL rules on spec,
-// split between spec itself and the items of a list under it, and, when
-// broken, a status property without a type (a schema that is not
-// structural, which the apiserver refuses before compiling any rule).
-func CoolCRDWithRules(t testing.TB, n int, broken bool) []byte {
+// CoolCRDWithRules is the protected fixture's CRD with n CEL rules on
+// spec and a status property without a type: a schema that is not
+// structural, which the apiserver refuses before it compiles any rule.
+func CoolCRDWithRules(t testing.TB, n int) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata/bundles/protected/manifests/cool.operators.corp_cooloperators.yaml"))
 	require.NoError(t, err)
-	rule := func(i int) string {
-		return fmt.Sprintf("              - rule: \"self.storageLayer != 'x%d' || self.upgradeRequest.startsWith('y%d')\"\n", i, i)
-	}
-	var top, nested strings.Builder
-	for i := range n {
-		if i%2 == 0 {
-			top.WriteString(rule(i)[2:])
-		} else {
-			nested.WriteString(strings.Replace(rule(i), "self.storageLayer != 'x", "self != 'x", 1))
-		}
-	}
 	spec := "          spec:\n            type: object\n            properties:\n"
 	status := "          status:\n            type: object\n            properties:\n"
 	require.Equal(t, 1, strings.Count(string(data), spec))
 	require.Equal(t, 1, strings.Count(string(data), status))
-	list := "              tags:\n                type: array\n                items:\n                  type: string\n"
-	if nested.Len() > 0 {
-		list += "                  x-kubernetes-validations:\n" + strings.ReplaceAll(nested.String(), "              - rule", "                  - rule")
+	var rules strings.Builder
+	for i := range n {
+		fmt.Fprintf(&rules, "            - rule: \"self.storageLayer != 'x%d' || self.upgradeRequest.startsWith('y%d')\"\n", i, i)
 	}
-	text := strings.Replace(string(data), spec, spec+list, 1)
-	if top.Len() > 0 {
-		text = strings.Replace(text, spec, "          spec:\n            type: object\n            x-kubernetes-validations:\n"+top.String()+"            properties:\n", 1)
-	}
-	if broken {
-		text = strings.Replace(text, status, status+"              broken: {description: no type here}\n", 1)
-	}
+	text := strings.Replace(string(data), spec, "          spec:\n            type: object\n            x-kubernetes-validations:\n"+rules.String()+"            properties:\n", 1)
+	text = strings.Replace(text, status, status+"              broken: {description: no type here}\n", 1)
 	return []byte(text)
 }

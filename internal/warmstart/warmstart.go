@@ -14,7 +14,7 @@
 // last of them), about halfway through the binary's packages and before
 // the heaviest (client-go's scheme, the apiserver's metrics registry),
 // and comes after internal/gcfloor in the commands, which import both
-// (gcfloor imports only the runtime and os): the collector is off by then.
+// (gcfloor imports only standard packages): the collector is off by then.
 package warmstart
 
 import (

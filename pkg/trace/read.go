@@ -585,7 +585,7 @@ func parseHeader(t *Trace, data []byte) (*manifest.Document, error) {
 // nativeWhole parses a StatusTrace held in memory.
 func nativeWhole(t *Trace, data []byte) error {
 	if int64(len(data)) > t.limits.MaxWhole {
-		return &TraceError{File: t.File, Msg: fmt.Sprintf("a trace read whole may be at most %d bytes; put steps: last to stream it", t.limits.MaxWhole)}
+		return &TraceError{File: t.File, Msg: fmt.Sprintf("a trace read whole may be at most %d bytes; to stream it, write initial: (null if none) before steps:, and steps: last, as a block list", t.limits.MaxWhole)}
 	}
 	docs, err := manifest.Parse(t.File, data, t.limits.Manifest)
 	if err != nil {

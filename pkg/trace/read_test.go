@@ -202,5 +202,5 @@ func TestTraceLimits(t *testing.T) {
 	_, err = OpenReader("whole.yaml", strings.NewReader(whole), OpenOptions{Limits: DefaultLimits})
 	require.Error(t, err, "a trace read whole over the limit")
 	assert.Contains(t, err.Error(), "whole.yaml")
-	assert.Contains(t, err.Error(), fmt.Sprintf("a trace read whole may be at most %d bytes; put steps: last to stream it", manifest.DefaultLimits.MaxFileSize))
+	assert.Contains(t, err.Error(), fmt.Sprintf("a trace read whole may be at most %d bytes; to stream it, write initial: (null if none) before steps:, and steps: last, as a block list", manifest.DefaultLimits.MaxFileSize))
 }

@@ -288,7 +288,7 @@ func TestProbeCacheKeysOnTheCRDText(t *testing.T) {
 func TestARefusedCRDOfManyRulesCostsWhatItsValidationCosts(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bundle")
 	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(testutil.RepoRoot(), "testdata/bundles/protected"))))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifests/cool.operators.corp_cooloperators.yaml"), testutil.CoolCRDWithRules(t, 5000, true), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifests/cool.operators.corp_cooloperators.yaml"), testutil.CoolCRDWithRules(t, 5000), 0o644))
 	b, err := bundle.Load(dir, bundle.Options{})
 	require.NoError(t, err)
 	var before, after runtime.MemStats
