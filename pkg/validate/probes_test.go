@@ -284,11 +284,14 @@ func TestProbeCacheKeysOnTheCRDText(t *testing.T) {
 // thousands of rules that the apiserver refuses without compiling them
 // (its schema is not structural) is not built as a resource, which would
 // compile them all for nothing. (A resource built beside the validation,
-// tried for speed, allocated 213 MiB here.)
+// tried for speed, allocated 213 MiB for 5,000 rules; the check alone
+// allocates about 1 MiB. The bound is wide because the count is the
+// process's: under the race detector, what earlier tests left running
+// came to 47 MB.)
 func TestARefusedCRDOfManyRulesCostsWhatItsValidationCosts(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bundle")
 	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(testutil.RepoRoot(), "testdata/bundles/protected"))))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifests/cool.operators.corp_cooloperators.yaml"), testutil.CoolCRDWithRules(t, 5000), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifests/cool.operators.corp_cooloperators.yaml"), testutil.CoolCRDWithRules(t, 10000), 0o644))
 	b, err := bundle.Load(dir, bundle.Options{})
 	require.NoError(t, err)
 	var before, after runtime.MemStats
@@ -297,5 +300,5 @@ func TestARefusedCRDOfManyRulesCostsWhatItsValidationCosts(t *testing.T) {
 	res := Check(b, Options{})
 	runtime.ReadMemStats(&after)
 	require.Contains(t, rulesFired(res), "status-source-crd-invalid", "the apiserver refuses the CRD")
-	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(32<<20), "bytes allocated by the check")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(160<<20), "bytes allocated by the check")
 }
