@@ -101,11 +101,12 @@ type Document struct {
 // SHA-256, in hex, of the file it was parsed from (as UTF-8) and of its
 // index there, not of its File. Two documents with the same digest have
 // the same text, so whatever is computed from their text and index alone
-// holds for both (two of the same content written differently differ). It is "" for a document Parse did
-// not make (At's, or one built by hand): the caller then has to compare
-// the values. Parse keeps the text it was given and Digest reads it when
-// called, so the guarantee holds while the caller leaves that text and
-// the document's Value as Parse left them.
+// holds for both (two of the same content written differently differ).
+// It is "" for a document Parse did not make (At's, or one built by
+// hand): the caller then has to compare the values. Parse keeps the text
+// it was given and Digest reads it when called, so the guarantee holds
+// while the caller leaves that text and the document's Value as Parse
+// left them.
 func (d *Document) Digest() string {
 	if d == nil || d.src == nil {
 		return ""
