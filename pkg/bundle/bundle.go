@@ -171,6 +171,16 @@ type Options struct {
 	// Parsed, when set, holds manifest files parsed ahead of time
 	// (manifest.Preparse); the loader parses through it.
 	Parsed *manifest.Preparsed
+	// Decoded, when set, is told of the ClusterServiceVersions and
+	// CustomResourceDefinitions of a bundle directory's manifests (one of
+	// the two set a call) while Load reads the others, so that work that
+	// depends on them alone can start before it returns: in file-name
+	// order, as they are in the Bundle's CSVs and CRDs, each once every
+	// file before it is read. The calls come from the loader's
+	// goroutines, one at a time; what they pass is the Bundle's, and is
+	// not changed after. A CSV file named as the path (LoadCSVFile's
+	// bundle, which keeps only that CSV) is not told of.
+	Decoded func(csv *CSV, crd *crd.CRD)
 }
 
 func (o Options) fs() FS {
@@ -254,7 +264,7 @@ func Load(path string, opts Options) (*Bundle, error) {
 	if metadataDir != "" {
 		b.loadMetadata(fsys, metadataDir, rootReal, opts.limits())
 	}
-	b.loadManifests(fsys, rootReal, opts.limits(), opts.Parsed)
+	b.loadManifests(fsys, rootReal, opts.limits(), opts.Parsed, opts.Decoded)
 	b.checkMetadata()
 	b.checkKinds()
 	return b, nil
@@ -314,6 +324,7 @@ func holdsManifests(fsys FS, dir string) bool {
 // read, and its problem is reported as it would be in the directory.
 func loadCSVFile(path string, opts Options) (*Bundle, error) {
 	file := filepath.Clean(path)
+	opts.Decoded = nil // the directory's CSVs are not all this bundle's
 	b, err := Load(filepath.Dir(file), opts)
 	if err != nil {
 		return nil, err
@@ -452,7 +463,7 @@ type fileResult struct {
 	errs     []error
 }
 
-func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits, parsed *manifest.Preparsed) {
+func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits, parsed *manifest.Preparsed, onDecoded func(*CSV, *crd.CRD)) {
 	entries, err := fsys.ReadDir(b.ManifestsDir)
 	if err != nil {
 		b.Errors = append(b.Errors, fmt.Errorf("reading %s: %w", b.ManifestsDir, unwrapPathError(err)))
@@ -481,8 +492,9 @@ func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits, pa
 			sizes = append(sizes, size)
 		}
 	}
-	order := manifest.LargestFirst(sizes)
+	order := manifest.ParseOrder(files, sizes)
 	results := make([]fileResult, len(files))
+	told := teller{results: results, loaded: make([]bool, len(files)), tell: onDecoded}
 	parallel(len(files), func(k int) {
 		i := order[k]
 		r := b.loadFile(fsys, files[i], rootReal, lim, parsed)
@@ -490,6 +502,7 @@ func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits, pa
 			r.dec = decodeObject(r.doc)
 		}
 		results[i] = r
+		told.loaded1(i)
 	})
 	var docs []*manifest.Document
 	var decs []decoded
@@ -503,6 +516,34 @@ func (b *Bundle) loadManifests(fsys FS, rootReal string, lim manifest.Limits, pa
 	}
 	b.files = len(files)
 	b.addDecoded(docs, decs)
+}
+
+// teller tells Options.Decoded of the CSVs and CRDs of the files read
+// so far, in file order: each once every file before it is read, so that
+// the first CSV it tells of is the Bundle's CSV and the first CRD of a
+// kind the one FindCRD finds.
+type teller struct {
+	mu      sync.Mutex
+	results []fileResult
+	loaded  []bool
+	next    int // the first file not told of
+	tell    func(*CSV, *crd.CRD)
+}
+
+// loaded1 marks file i read (results[i] set) and tells of what is then
+// in order.
+func (t *teller) loaded1(i int) {
+	if t.tell == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.loaded[i] = true
+	for ; t.next < len(t.loaded) && t.loaded[t.next]; t.next++ {
+		if d := t.results[t.next].dec; d.csv != nil || d.crd != nil {
+			t.tell(d.csv, d.crd)
+		}
+	}
 }
 
 // parallel runs f(0..n-1) on up to GOMAXPROCS goroutines.
@@ -660,7 +701,7 @@ func hasCSVDoc(docs []*manifest.Document) bool {
 // the parse finding is the real news.
 func hasCSVParseProblem(ps []Problem) bool {
 	for _, p := range ps {
-		if (p.Code == CodeParse || p.Code == CodeLimit) && strings.Contains(strings.ToLower(filepath.Base(p.Pos.File)), "clusterserviceversion") {
+		if (p.Code == CodeParse || p.Code == CodeLimit) && manifest.NamedCSV(p.Pos.File) {
 			return true
 		}
 	}

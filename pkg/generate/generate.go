@@ -224,7 +224,7 @@ func locate(path string) (file string, crds []*crd.CRD, inBundle bool, err error
 			return "", nil, false, err
 		}
 		for _, p := range b.Problems {
-			if (p.Code == bundle.CodeParse || p.Code == bundle.CodeLimit || p.Code == bundle.CodeSymlink) && isCSVFile(p.Pos.File) {
+			if (p.Code == bundle.CodeParse || p.Code == bundle.CodeLimit || p.Code == bundle.CodeSymlink) && manifest.NamedCSV(p.Pos.File) {
 				return "", nil, false, fmt.Errorf("%s: %s", p.Pos, p.Message)
 			}
 		}
@@ -253,10 +253,6 @@ func locate(path string) (file string, crds []*crd.CRD, inBundle bool, err error
 		return "", nil, false, err
 	}
 	return path, crds, false, nil
-}
-
-func isCSVFile(name string) bool {
-	return bytes.Contains(bytes.ToLower([]byte(filepath.Base(name))), []byte("clusterserviceversion"))
 }
 
 func unwrap(err error) error {

@@ -5,7 +5,9 @@ import (
 	"cmp"
 	"iter"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -46,12 +48,12 @@ type preparse struct {
 // would) in a goroutine of its own and returns at once. groups are the
 // files to parse, a group at a time, in order (a bundle's manifests: the
 // group the caller's loader needs first comes first), and within a group
-// the largest first (the longest step of a loader that parses a group's
-// files in parallel). groups is drawn in the background, one group at a
-// time, and no further than the background gets: listing the files is
-// work too. Only regular files (not a symlink, a FIFO or a device) within
-// lim.MaxFileSize are read (ReadFile); the caller's loader reads the
-// others as it would without the set.
+// in ParseOrder, as the loader takes them. groups is drawn in the
+// background, one group at a time, and no further than the background
+// gets: listing the files is work too. Only regular files (not a
+// symlink, a FIFO or a device) within lim.MaxFileSize are read
+// (ReadFile); the caller's loader reads the others as it would without
+// the set.
 func Preparse(groups iter.Seq[[]string], lim Limits) *Preparsed {
 	p := &Preparsed{lim: lim, files: map[string]*preparse{}}
 	go func() {
@@ -87,8 +89,8 @@ func (p *Preparsed) Stats() (parsed, taken int) {
 	return p.parsed, p.taken
 }
 
-// parseGroup parses one group's files, the largest first, and says
-// whether to go on.
+// parseGroup parses one group's files in ParseOrder, and says whether to
+// go on.
 func (p *Preparsed) parseGroup(group []string) bool {
 	var regular []string
 	var sizes []int64
@@ -98,7 +100,7 @@ func (p *Preparsed) parseGroup(group []string) bool {
 			sizes = append(sizes, st.Size())
 		}
 	}
-	for _, i := range LargestFirst(sizes) {
+	for _, i := range ParseOrder(regular, sizes) {
 		if !p.parseFile(regular[i]) {
 			return false
 		}
@@ -108,17 +110,41 @@ func (p *Preparsed) parseGroup(group []string) bool {
 	return !p.stopped
 }
 
-// LargestFirst is the order, by index, in which to parse files of these
-// sizes: the largest first, ties in the order given, so that a loader
-// parsing them in parallel starts its longest steps at once instead of
-// last, and takes little more than its largest file's parse.
-func LargestFirst(sizes []int64) []int {
+// ParseOrder is the order, by index, in which to parse a bundle's files
+// of these names (in file-name order) and sizes: a ClusterServiceVersion
+// first, by its name (NamedCSV), since what else of the bundle is worth
+// starting early depends on it; then the files before it, since a loader
+// that tells of what it read in file-name order (bundle.Options.Decoded)
+// tells of the CSV once they are read; then the others. Within each, the
+// largest first, ties in the order given, so that a loader parsing them
+// in parallel starts its longest steps at once instead of last.
+func ParseOrder(files []string, sizes []int64) []int {
+	csv := slices.IndexFunc(files, NamedCSV)
+	rank := func(i int) int {
+		switch {
+		case NamedCSV(files[i]):
+			return 0
+		case i < csv:
+			return 1
+		}
+		return 2
+	}
 	order := make([]int, len(sizes))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(sizes[j], sizes[i]) })
+	slices.SortStableFunc(order, func(i, j int) int {
+		return cmp.Or(cmp.Compare(rank(i), rank(j)), cmp.Compare(sizes[j], sizes[i]))
+	})
 	return order
+}
+
+// NamedCSV says whether a file's name says it holds a
+// ClusterServiceVersion, as operator-sdk names it
+// (<name>.clusterserviceversion.yaml), in any case. It is a name only:
+// what the file holds is what its kind says.
+func NamedCSV(file string) bool {
+	return strings.Contains(strings.ToLower(filepath.Base(file)), "clusterserviceversion")
 }
 
 // parseFile reads and parses one file unless a caller has asked for it,

@@ -214,17 +214,23 @@ func TestPreparseInTheBackground(t *testing.T) {
 	}
 }
 
-// TestLargestFirst: indices by size, the largest first, ties in order.
-func TestLargestFirst(t *testing.T) {
+// TestParseOrder: a CSV by its name first, then the files before it,
+// then the others, each the largest first, ties in order.
+func TestParseOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
+		files []string
 		sizes []int64
 		want  []int
 	}{
-		{name: "none", sizes: nil, want: []int{}},
-		{name: "ties keep their order", sizes: []int64{1, 5, 5, 3}, want: []int{1, 2, 3, 0}},
-		{name: "already largest first", sizes: []int64{9, 2}, want: []int{0, 1}},
+		{name: "none", want: []int{}},
+		{name: "no CSV: the largest first, ties keep their order", files: []string{"a", "b", "c", "d"}, sizes: []int64{1, 5, 5, 3}, want: []int{1, 2, 3, 0}},
+		{name: "already largest first", files: []string{"a", "b"}, sizes: []int64{9, 2}, want: []int{0, 1}},
+		{name: "the CSV first, however small, then the files before it", files: []string{"m/a.yaml", "m/b.yaml", "m/op.clusterserviceversion.yaml", "m/x.yaml", "m/y.yaml"}, sizes: []int64{10, 20, 1, 900, 50}, want: []int{2, 1, 0, 3, 4}},
+		{name: "the name in any case", files: []string{"m/a.yaml", "m/Op.ClusterServiceVersion.yml"}, sizes: []int64{2, 1}, want: []int{1, 0}},
+		{name: "two CSVs: the larger first, then what is before the first", files: []string{"0.yaml", "a.clusterserviceversion.yaml", "b.clusterserviceversion.yaml", "c.yaml"}, sizes: []int64{1, 1, 3, 9}, want: []int{2, 1, 0, 3}},
+		{name: "a directory named so is not the file", files: []string{"clusterserviceversion/crd.yaml", "x/csv.yaml"}, sizes: []int64{1, 2}, want: []int{1, 0}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, LargestFirst(tc.sizes)) })
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, ParseOrder(tc.files, tc.sizes)) })
 	}
 }
