@@ -25,13 +25,11 @@ func checkMissing(ctx *Context) []Issue {
 		return nil
 	}
 	msg := fmt.Sprintf("the ClusterServiceVersion %q declares no status source (annotation %s); OLM v0 gates its upgrades on the OperatorCondition, which the operator writes itself", ctx.CSV.Obj.Name, v1alpha1.AnnotationKey)
-	if init, ok := ctx.CSV.Obj.Annotations[v1alpha1.InitializationResourceKey]; ok {
-		if obj, err := contract.ParseObjectRef(init); err == nil && obj.Kind != "" && bundle.Owns(ctx.CSV.Obj, obj.Group, obj.Kind) {
-			if errs := candidateErrors(ctx, obj); len(errs) > 0 {
-				msg += fmt.Sprintf("; its initialization resource %s %q cannot be the status source as the bundle stands (generate refuses it: %s)", obj.Kind, obj.Name, strings.Join(errs, ", "))
-			} else {
-				msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (`statuscheck generate -w %s` derives it)", obj.Kind, obj.Name, ctx.bundleArg())
-			}
+	if obj, ok := candidate(ctx.CSV); ok {
+		if errs := candidateErrors(ctx, obj); len(errs) > 0 {
+			msg += fmt.Sprintf("; its initialization resource %s %q cannot be the status source as the bundle stands (generate refuses it: %s)", obj.Kind, obj.Name, strings.Join(errs, ", "))
+		} else {
+			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (`statuscheck generate -w %s` derives it)", obj.Kind, obj.Name, ctx.bundleArg())
 		}
 	}
 	is := atKey(ctx.CSV.Doc, manifest.NewPath("metadata", "annotations"), "%s", msg)
@@ -42,16 +40,37 @@ func checkMissing(ctx *Context) []Issue {
 	return []Issue{is}
 }
 
+// candidate is the initialization resource of a CSV that declares no
+// status source, when it is one of the bundle's own kinds:
+// status-source-missing judges it as a candidate status source.
+func candidate(csv *bundle.CSV) (contract.ObjectRef, bool) {
+	init, ok := csv.Obj.Annotations[v1alpha1.InitializationResourceKey]
+	if !ok {
+		return contract.ObjectRef{}, false
+	}
+	obj, err := contract.ParseObjectRef(init)
+	if err != nil || obj.Kind == "" || !bundle.Owns(csv.Obj, obj.Group, obj.Kind) {
+		return contract.ObjectRef{}, false
+	}
+	return obj, true
+}
+
+// withCandidate is a copy of b whose CSV declares obj its status source.
+func withCandidate(b *bundle.Bundle, csv *bundle.CSV, obj contract.ObjectRef) *bundle.Bundle {
+	src := v1alpha1.StatusSource{APIVersion: obj.APIVersion(), Kind: obj.Kind, Name: obj.Name}
+	adopted := *csv
+	adopted.Obj = csv.Obj.DeepCopy()
+	adopted.Obj.Annotations[v1alpha1.AnnotationKey] = src.Marshal()
+	c := *b
+	c.CSVs = []*bundle.CSV{&adopted}
+	return &c
+}
+
 // candidateErrors are the rules generate would refuse the status source
 // obj with: the error findings of the rules that judge the value (not the
 // verdict's) on a copy of the bundle whose CSV declares it.
 func candidateErrors(ctx *Context, obj contract.ObjectRef) []string {
-	src := v1alpha1.StatusSource{APIVersion: obj.APIVersion(), Kind: obj.Kind, Name: obj.Name}
-	csv := *ctx.CSV
-	csv.Obj = ctx.CSV.Obj.DeepCopy()
-	csv.Obj.Annotations[v1alpha1.AnnotationKey] = src.Marshal()
-	b := *ctx.Bundle
-	b.CSVs = []*bundle.CSV{&csv}
+	b := withCandidate(ctx.Bundle, ctx.CSV, obj)
 	var rules []Rule
 	for _, r := range Rules() {
 		// The rules about the value; a bundle's other errors stand with
@@ -61,7 +80,7 @@ func candidateErrors(ctx *Context, obj contract.ObjectRef) []string {
 		}
 	}
 	var out []string
-	for _, f := range run(rules, &b, ctx.Options).Findings {
+	for _, f := range run(rules, b, ctx.Options).Findings {
 		if f.Severity >= result.Error && !slices.Contains(out, f.Rule) {
 			out = append(out, f.Rule)
 		}

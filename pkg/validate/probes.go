@@ -96,7 +96,7 @@ type exampleRefusal struct {
 // value is ready. Pass one in Options to share it across bundles.
 type ProbeCache struct {
 	mu      sync.Mutex
-	results map[string]*probeResults
+	results map[string]*probeEntry
 	// searches are the protocol searches' results, by the probes' key
 	// and what writes the OperatorCondition: the search reads nothing
 	// else of a bundle it can model (source.FromLoaded, which is asked
@@ -122,20 +122,70 @@ func (c *ProbeCache) putSearch(key string, r *explore.Result) {
 
 const maxProbeCache = 256
 
-func (c *ProbeCache) get(key string) (*probeResults, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.results[key]
-	return r, ok
+// probeEntry is one key's probes: done closes when r is set. Callers of
+// the key while they run wait for them instead of running them again
+// (validate starts a bundle's probes while it is still loading it; a run
+// of many bundles may probe one CRD from two at once).
+type probeEntry struct {
+	done chan struct{}
+	r    *probeResults
 }
 
-func (c *ProbeCache) put(key string, r *probeResults) {
+// do returns the probes' results for key: run's, run once however many
+// callers ask at once, and recalled after. A run that panics leaves no
+// result: a caller that waited for it runs the probes itself.
+func (c *ProbeCache) do(key string, run func() *probeResults) *probeResults {
+	e, fresh := c.start(key)
+	if !fresh {
+		if <-e.done; e.r != nil {
+			return e.r
+		}
+		return run()
+	}
+	defer c.end(key, e)
+	e.r = run()
+	return e.r
+}
+
+// start returns key's entry, and whether it is new: its caller then runs
+// the probes, sets r and calls end. A full cache starts again, keeping
+// only the entries still running (their callers are waiting).
+func (c *ProbeCache) start(key string) (e *probeEntry, fresh bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.results == nil || len(c.results) >= maxProbeCache {
-		c.results = map[string]*probeResults{}
+	if e, ok := c.results[key]; ok {
+		return e, false
 	}
-	c.results[key] = r
+	if c.results == nil {
+		c.results = map[string]*probeEntry{}
+	}
+	if len(c.results) >= maxProbeCache {
+		running := map[string]*probeEntry{}
+		for k, e := range c.results {
+			select {
+			case <-e.done:
+			default:
+				running[k] = e
+			}
+		}
+		c.results = running
+	}
+	e = &probeEntry{done: make(chan struct{})}
+	c.results[key] = e
+	return e, true
+}
+
+// end closes key's entry once its run returned (or panicked: the entry
+// then goes, so that the probes run again when asked).
+func (c *ProbeCache) end(key string, e *probeEntry) {
+	if e.r == nil {
+		c.mu.Lock()
+		if c.results[key] == e {
+			delete(c.results, key)
+		}
+		c.mu.Unlock()
+	}
+	close(e.done)
 }
 
 // probes runs (or recalls) the probes for the bundle's status source.
@@ -149,6 +199,30 @@ func (ctx *Context) probes() *probeResults {
 		ctx.probe = runProbes(ctx, all)
 		return ctx.probe
 	}
+	ctx.probeKey = ctx.cacheKey(all)
+	ctx.probe = cache.do(ctx.probeKey, func() *probeResults { return runProbes(ctx, all) })
+	return ctx.probe
+}
+
+// startProbes starts the probes in the background unless the cache holds
+// them or they run already; when it returns, the cache holds them (or
+// will, once they end), so that probes() on a context of the same CSV
+// and CRD waits for them instead of running them again.
+func (ctx *Context) startProbes() {
+	all := bundle.StatusSourceExamples(ctx.CSV.Obj, ctx.Source)
+	key := ctx.cacheKey(all)
+	e, fresh := ctx.Options.Probes.start(key)
+	if fresh {
+		go func() {
+			defer ctx.Options.Probes.end(key, e)
+			e.r = runProbes(ctx, all)
+		}()
+	}
+}
+
+// cacheKey is the probes' key in the cache: what they read, the CRD, the
+// version, the source and the examples.
+func (ctx *Context) cacheKey(all []bundle.Example) string {
 	// The CRD by its text when it has one (hashing the file takes a
 	// tenth of the time encoding a large CRD takes), else by its JSON.
 	crdKey := ctx.CRD.Doc.Digest()
@@ -160,15 +234,7 @@ func (ctx *Context) probes() *probeResults {
 		crdKey = "json:" + string(crdJSON)
 	}
 	exJSON, _ := json.Marshal(all)
-	key := fmt.Sprintf("%x", sha256.Sum256([]byte(crdKey+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
-	ctx.probeKey = key
-	r, ok := cache.get(key)
-	if !ok {
-		r = runProbes(ctx, all)
-		cache.put(key, r)
-	}
-	ctx.probe = r
-	return r
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(crdKey+"\x00"+ctx.Version.Name+"\x00"+ctx.Source.Marshal()+"\x00"+string(exJSON))))
 }
 
 // runProbes runs the probes with all the examples of the kind: the one

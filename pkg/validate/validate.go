@@ -17,6 +17,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/catalog"
+	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
@@ -148,7 +149,9 @@ func Catalog(path string, opts Options, progress Progress) []result.Bundle {
 }
 
 // Path loads and validates one bundle: a directory, or a CSV file with
-// the manifests beside it (bundle.Load).
+// the manifests beside it (bundle.Load). The apiserver probes of its
+// status source start while it loads, once its CSV and that CRD are
+// read (prefetch).
 func Path(path string, opts Options, load bundle.Options) result.Bundle {
 	res, _ := pathResult(path, opts, load)
 	return res
@@ -157,6 +160,16 @@ func Path(path string, opts Options, load bundle.Options) result.Bundle {
 // pathResult is Path, and the error when the path could not be read as a
 // bundle at all.
 func pathResult(path string, opts Options, load bundle.Options) (result.Bundle, error) {
+	if opts.Probes == nil {
+		opts.Probes = &ProbeCache{} // this bundle's: where its prefetch leaves the probes
+	}
+	p, theirs := &prefetch{opts: opts}, load.Decoded
+	load.Decoded = func(csv *bundle.CSV, c *crd.CRD) {
+		p.decoded(csv, c)
+		if theirs != nil {
+			theirs(csv, c)
+		}
+	}
 	b, err := bundle.Load(path, load)
 	if err != nil {
 		return result.Bundle{Path: path, Findings: []result.Finding{}, Errors: []string{err.Error()}}, err
