@@ -48,42 +48,58 @@ type prefetch struct {
 	// source is the context of the CSV alone, once it is known and has
 	// a source to probe.
 	source *Context
-	crds   []*crd.CRD
+	// crds are the CRDs told of before the CSV.
+	crds []*crd.CRD
 	// settled: the probes started, or the CSV has nothing to probe.
 	settled bool
 }
 
-// decoded is the loader's bundle.Options.Decoded.
+// decoded is the loader's bundle.Options.Decoded. It looks at each CRD
+// once: the ones told of before the CSV when the CSV comes, each later
+// one as it comes.
 func (p *prefetch) decoded(csv *bundle.CSV, c *crd.CRD) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.settled || p.opts.Probes == nil {
 		return
 	}
-	if c != nil {
-		p.crds = append(p.crds, c)
-	}
-	if csv != nil && p.source == nil {
+	if p.source == nil {
+		if c != nil {
+			p.crds = append(p.crds, c)
+		}
+		if csv == nil {
+			return
+		}
 		p.source = probeContext(&bundle.Bundle{CSVs: []*bundle.CSV{csv}}, p.opts)
 		if p.source == nil || !p.source.Resolvable() {
 			p.settled = true
 			return
 		}
-	}
-	if p.source == nil {
+		for _, c := range p.crds {
+			if p.take(c) {
+				return
+			}
+		}
+		p.crds = nil
 		return
 	}
+	if c != nil {
+		p.take(c)
+	}
+}
+
+// take starts the probes when c is the first CRD of the source's group
+// and kind (the one the rules find), and says whether it was.
+func (p *prefetch) take(c *crd.CRD) bool {
 	gv := p.source.Source.GroupVersion()
-	for _, c := range p.crds {
-		if c.Group() != gv.Group || c.Kind() != p.source.Source.Kind {
-			continue
-		}
-		p.settled = true
-		b := *p.source.Bundle
-		b.CRDs = []*crd.CRD{c}
-		if ctx := NewContext(&b, p.opts); ctx.probable() {
-			ctx.startProbes()
-		}
-		return
+	if c.Group() != gv.Group || c.Kind() != p.source.Source.Kind {
+		return false
 	}
+	p.settled = true
+	b := *p.source.Bundle
+	b.CRDs = []*crd.CRD{c}
+	if ctx := NewContext(&b, p.opts); ctx.probable() {
+		ctx.startProbes()
+	}
+	return true
 }

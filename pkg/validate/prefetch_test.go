@@ -168,6 +168,15 @@ func TestPrefetchTakesWhatTheRulesTake(t *testing.T) {
 		{name: "a CSV file named as the path", dir: func(t *testing.T) string {
 			return copyWith(t, map[string]func(string) string{"0-csv.clusterserviceversion.yaml": noSource})
 		}, path: "manifests/0-csv.clusterserviceversion.yaml", probes: 0},
+		{name: "a CSV file named as the path, after a sibling that declares a source", dir: func(t *testing.T) string {
+			return copyWith(t, map[string]func(string) string{"zz-csv.clusterserviceversion.yaml": noSource})
+		}, path: "manifests/zz-csv.clusterserviceversion.yaml", probes: 0},
+		{name: "CRDs of other kinds before and after the CSV", dir: func(t *testing.T) string {
+			other := func(crd string) string {
+				return strings.Replace(strings.Replace(crd, "cool.operators.corp", "other.operators.corp", -1), "kind: CoolOperator", "kind: OtherOperator", -1)
+			}
+			return copyWith(t, map[string]func(string) string{"a_crd.yaml": other, "zz_crd.yaml": other})
+		}, probes: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.dir(t)
