@@ -178,8 +178,8 @@ type Options struct {
 	// order, as they are in the Bundle's CSVs and CRDs, each once every
 	// file before it is read. The calls come from the loader's
 	// goroutines, one at a time; what they pass is the Bundle's, and is
-	// not changed after. A CSV file named as the path (LoadCSVFile's
-	// bundle, which keeps only that CSV) is not told of.
+	// not changed after. The bundle of a CSV file named as the path
+	// (loadCSVFile, which keeps only that CSV) is not told of.
 	Decoded func(csv *CSV, crd *crd.CRD)
 }
 
@@ -198,7 +198,7 @@ func (o Options) limits() manifest.Limits {
 }
 
 // Load reads the bundle at path: a bundle root (manifests/ and metadata/),
-// a manifests directory, or a CSV file (LoadCSVFile: the CSV with the
+// a manifests directory, or a CSV file (loadCSVFile: the CSV with the
 // manifests beside it). It fails only when path cannot be read as one of
 // these; everything else is a Problem or an Error on the Bundle.
 func Load(path string, opts Options) (*Bundle, error) {

@@ -119,22 +119,24 @@ func (p *Preparsed) parseGroup(group []string) bool {
 // largest first, ties in the order given, so that a loader parsing them
 // in parallel starts its longest steps at once instead of last.
 func ParseOrder(files []string, sizes []int64) []int {
-	csv := slices.IndexFunc(files, NamedCSV)
-	rank := func(i int) int {
+	rank := make([]int, len(files)) // 0 a CSV, 1 before the first, 2 after
+	seen := false
+	for i, f := range files {
 		switch {
-		case NamedCSV(files[i]):
-			return 0
-		case i < csv:
-			return 1
+		case NamedCSV(f):
+			seen = true
+		case seen:
+			rank[i] = 2
+		default:
+			rank[i] = 1
 		}
-		return 2
 	}
 	order := make([]int, len(sizes))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(i, j int) int {
-		return cmp.Or(cmp.Compare(rank(i), rank(j)), cmp.Compare(sizes[j], sizes[i]))
+		return cmp.Or(cmp.Compare(rank[i], rank[j]), cmp.Compare(sizes[j], sizes[i]))
 	})
 	return order
 }

@@ -136,19 +136,16 @@ type probeEntry struct {
 // result: a caller that waited for it runs the probes itself.
 func (c *ProbeCache) do(key string, run func() *probeResults) *probeResults {
 	e, fresh := c.start(key)
-	if !fresh {
-		if <-e.done; e.r != nil {
-			return e.r
-		}
+	if fresh {
+		c.fill(key, e, run)
+	} else if <-e.done; e.r == nil {
 		return run()
 	}
-	defer c.end(key, e)
-	e.r = run()
 	return e.r
 }
 
-// start returns key's entry, and whether it is new: its caller then runs
-// the probes, sets r and calls end. A full cache starts again, keeping
+// start returns key's entry, and whether it is new: its caller then
+// fills it. A full cache starts again, keeping
 // only the entries still running (their callers are waiting).
 func (c *ProbeCache) start(key string) (e *probeEntry, fresh bool) {
 	c.mu.Lock()
@@ -175,17 +172,20 @@ func (c *ProbeCache) start(key string) (e *probeEntry, fresh bool) {
 	return e, true
 }
 
-// end closes key's entry once its run returned (or panicked: the entry
-// then goes, so that the probes run again when asked).
-func (c *ProbeCache) end(key string, e *probeEntry) {
-	if e.r == nil {
-		c.mu.Lock()
-		if c.results[key] == e {
-			delete(c.results, key)
+// fill sets key's new entry to run's results and closes it (when run
+// panics, the entry goes, so that the probes run again when asked).
+func (c *ProbeCache) fill(key string, e *probeEntry, run func() *probeResults) {
+	defer func() {
+		if e.r == nil {
+			c.mu.Lock()
+			if c.results[key] == e {
+				delete(c.results, key)
+			}
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
-	}
-	close(e.done)
+		close(e.done)
+	}()
+	e.r = run()
 }
 
 // probes runs (or recalls) the probes for the bundle's status source.
@@ -213,10 +213,7 @@ func (ctx *Context) startProbes() {
 	key := ctx.cacheKey(all)
 	e, fresh := ctx.Options.Probes.start(key)
 	if fresh {
-		go func() {
-			defer ctx.Options.Probes.end(key, e)
-			e.r = runProbes(ctx, all)
-		}()
+		go ctx.Options.Probes.fill(key, e, func() *probeResults { return runProbes(ctx, all) })
 	}
 }
 
