@@ -125,6 +125,7 @@ bench:
 ## fuzz: run each fuzz target for FUZZTIME (seed corpora: pkg/*/testdata/fuzz); .ci/fuzz says why a run may end in Go's deadline race and still pass.
 fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/bundle FuzzLoad $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/bundle FuzzExamples $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/manifest FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/contract FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/generate FuzzSetAnnotation $(FUZZTIME)

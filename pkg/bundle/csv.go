@@ -8,6 +8,7 @@ import (
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
@@ -60,10 +61,32 @@ func Examples(csv *operatorsv1alpha1.ClusterServiceVersion) []map[string]interfa
 		return nil
 	}
 	var list []map[string]interface{}
-	if yaml.Unmarshal([]byte(raw), &list) != nil {
+	if unmarshalAsRequest(raw, &list) != nil {
 		return nil
 	}
 	return list
+}
+
+// unmarshalAsRequest decodes a CR the console creates from an annotation
+// (alm-examples, the initialization resource) as the apiserver decodes
+// the request's body: apimachinery's unstructured JSON scheme
+// (decodeToUnstructured in pkg/apis/meta/v1/unstructured/helpers.go)
+// through util/json.Unmarshal, sigs.k8s.io/json's
+// UnmarshalCaseSensitivePreserveInts, which keeps a whole number an int64.
+// The apiserver's code the probes run reads some values as int64 only (a
+// scale subresource's replicas path: NestedInt64), and refuses a float64
+// 3. A value that is not JSON but YAML, which the annotations are in the
+// wild, is turned into JSON first.
+func unmarshalAsRequest(raw string, into interface{}) error {
+	data := []byte(raw)
+	if !json.Valid(data) {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return err
+		}
+		data = j
+	}
+	return sigsjson.UnmarshalCaseSensitivePreserveInts(data, into)
 }
 
 // ExamplesError says why the CSV's alm-examples is not what OLM's console
@@ -171,7 +194,7 @@ func StatusSourceExamples(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1a
 	var out []Example
 	if raw, ok := csv.Annotations[v1alpha1.InitializationResourceKey]; ok {
 		var o map[string]interface{}
-		if yaml.Unmarshal([]byte(raw), &o) == nil && fits(o) {
+		if unmarshalAsRequest(raw, &o) == nil && fits(o) {
 			out = append(out, Example{Object: o, Key: v1alpha1.InitializationResourceKey, Index: -1})
 		}
 	}

@@ -1,10 +1,16 @@
 package bundle
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
@@ -54,6 +60,42 @@ func FuzzLoad(f *testing.F) {
 		}
 		if b.CSV() == nil {
 			t.Fatalf("the good CSV was lost")
+		}
+	})
+}
+
+// FuzzExamples: alm-examples and the initialization resource decode as
+// the apiserver decodes the body the console sends (apimachinery's
+// util/json.Unmarshal), whatever the annotation holds; Examples never
+// panics, and a value that is not JSON decodes as its JSON form does.
+func FuzzExamples(f *testing.F) {
+	for _, s := range []string{
+		`[{"apiVersion":"a.io/v1","kind":"A","metadata":{"name":"x"},"spec":{"replicas":3,"ratio":0.5,"big":9223372036854775808,"whole":3.0}}]`,
+		"- apiVersion: a.io/v1\n  kind: A\n  spec: {replicas: 3}\n", `[]`, `{}`, `[1]`, "", "[{\"a\": 1e3}]", "- a: 0x10\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		csv := &operatorsv1alpha1.ClusterServiceVersion{}
+		csv.Annotations = map[string]string{"alm-examples": raw}
+		got := Examples(csv)
+		data := []byte(raw)
+		if !json.Valid(data) {
+			j, err := yaml.YAMLToJSON(data)
+			if err != nil {
+				if got != nil {
+					t.Fatalf("examples from a value that is neither JSON nor YAML: %v", got)
+				}
+				return
+			}
+			data = j
+		}
+		var want []map[string]interface{}
+		if utiljson.Unmarshal(data, &want) != nil || strings.TrimSpace(raw) == "" {
+			want = nil
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Examples(%q) = %#v, the apiserver decodes %#v", raw, got, want)
 		}
 	})
 }

@@ -404,6 +404,46 @@ func TestEveryExampleIsChecked(t *testing.T) {
 	assert.Equal(t, 6, fd.Line, "the alm-examples annotation")
 }
 
+// TestAnExampleOfAScaledKindKeepsItsWholeNumbers: the apiserver decodes a
+// request body's whole numbers as int64 (apimachinery's unstructured JSON
+// scheme, decodeToUnstructured, through util/json), and a scale
+// subresource's replicas path is read as one (NestedInt64). An example
+// whose replicas is 3, as JSON in the initialization resource and in
+// alm-examples, is a CR the apiserver creates: no finding. A fraction
+// there the apiserver refuses, and so does validate.
+func TestAnExampleOfAScaledKindKeepsItsWholeNumbers(t *testing.T) {
+	scaled := edit{crdFile, "    subresources:\n      status: {}\n",
+		"    subresources:\n      status: {}\n      scale:\n        specReplicasPath: .spec.replicas\n        statusReplicasPath: .status.replicas\n"}
+	replicasField := edit{crdFile, "              upgradeRequest:\n", "              replicas:\n                type: integer\n                minimum: 1\n              upgradeRequest:\n"}
+	statusReplicas := edit{crdFile, "              observedUpgradeRequest:\n", "              replicas:\n                type: integer\n              observedUpgradeRequest:\n"}
+	tests := []struct {
+		name     string
+		replicas string
+		wantRule string
+	}{
+		{name: "a whole number", replicas: "3"},
+		{name: "a fraction", replicas: "2.5", wantRule: "status-source-example-invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			example := edit{csvFile, `"spec": {"storageLayer": "PostgreSQL"}}`, `"spec": {"storageLayer": "PostgreSQL", "replicas": ` + tt.replicas + `}}`}
+			findings := withEdits(t, scaled, replicasField, statusReplicas, example, example)
+			var rules []string
+			for _, f := range findings {
+				rules = append(rules, f.Rule+": "+f.Message)
+			}
+			if tt.wantRule == "" {
+				assert.Empty(t, rules)
+				return
+			}
+			require.NotEmpty(t, findings)
+			for _, f := range findings {
+				assert.Equal(t, tt.wantRule, f.Rule, f.Message)
+			}
+		})
+	}
+}
+
 // TestDefect4ValidateReportsTheBridgeBesideTheOperatorConditionHandshake:
 // a bridge declared beside the OperatorCondition handshake (two writers
 // of the OperatorCondition's Upgradeable entry) is an error at the
