@@ -79,8 +79,13 @@ func TestOperatorSDKExternalValidator(t *testing.T) {
 	assert.Contains(t, rbac[0].Error(), "cooloperators/status")
 	assert.Contains(t, rbac[0].BadValue, "cool-operator.clusterserviceversion.yaml:39:7")
 
+	// A warning that puts the gate in doubt: OLM v0's verdict is "no", and
+	// statuscheck exits 1 on it; operator-sdk reads the ManifestResult, so
+	// the verdict is its error.
 	mr = runAsOperatorSDK(t, protectedWithWarning(t))
-	assert.Empty(t, mr.Errors)
+	require.Len(t, mr.Errors, 1)
+	assert.Equal(t, apierrors.ErrorType("statuscheck/"+validate.RuleNotHeldOLMv0), mr.Errors[0].Type)
+	assert.Contains(t, mr.Errors[0].Detail, "the gate may not hold as declared: conditions-list-type")
 	require.Len(t, mr.Warnings, 1)
 	assert.Equal(t, apierrors.Level(apierrors.LevelWarn), mr.Warnings[0].Level)
 
@@ -103,7 +108,9 @@ func TestScorecardOutput(t *testing.T) {
 		{"testdata/bundles/protected", scorecard.PassState},
 		{"testdata/bundles/good", scorecard.FailState},
 		{"testdata/bundles/rules/status-subresource-disabled/fail", scorecard.FailState},
-		{protectedWithWarning(t), scorecard.PassState},
+		// A warning that puts the gate in doubt: OLM v0's verdict is "no"
+		// and statuscheck exits 1 on it in text.
+		{protectedWithWarning(t), scorecard.FailState},
 	} {
 		code, stdout, _ := run(t, "validate", "-o", "scorecard", tt.bundle)
 		assert.Equal(t, 0, code, "a scorecard test reports through its output")
@@ -213,7 +220,7 @@ func TestJUnit(t *testing.T) {
 	require.NoError(t, xml.Unmarshal([]byte(stdout), &suites))
 	n := len(validate.Rules())
 	assert.Equal(t, 3*n, suites.Tests, "one testcase per rule per bundle")
-	assert.Equal(t, 3, suites.Failures, "only the errors fail at --fail-on error: status-rbac-missing, and the verdict's upgrade-not-held-olm-v0 and upgrade-while-blocked on the same bundle")
+	assert.Equal(t, 4, suites.Failures, "only the errors and the verdicts fail at --fail-on error: status-rbac-missing, and the verdict's upgrade-not-held-olm-v0 and upgrade-while-blocked on the same bundle; on the bundle with a warning that puts the gate in doubt, OLM v0's verdict (upgrade-not-held-olm-v0)")
 	require.Len(t, suites.Suites, 3)
 	for _, s := range suites.Suites {
 		assert.Len(t, s.Cases, n)
@@ -228,9 +235,15 @@ func TestJUnit(t *testing.T) {
 		}
 	}
 	for _, c := range suites.Suites[2].Cases {
-		if c.Name == "conditions-list-type" {
+		switch c.Name {
+		case "conditions-list-type":
 			assert.Nil(t, c.Failure, "a warning is reported, not failed")
 			assert.Contains(t, c.SystemOut, "conditions-list-type")
+		case validate.RuleNotHeldOLMv0:
+			require.NotNil(t, c.Failure, "OLM v0's verdict is no, and the exit code 1")
+			assert.Contains(t, c.Failure.Text, "the gate may not hold as declared: conditions-list-type")
+		default:
+			assert.Nil(t, c.Failure, c.Name)
 		}
 	}
 }

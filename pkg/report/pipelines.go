@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	scorecard "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
@@ -31,7 +32,7 @@ func ManifestResult(w io.Writer, b result.Bundle) error {
 	if mr.Name == "" {
 		mr.Name = b.Path
 	}
-	for _, f := range b.Findings {
+	for _, f := range withVerdict(b) {
 		e := apierrors.Error{
 			Type:     apierrors.ErrorType("statuscheck/" + f.Rule),
 			Field:    f.Field,
@@ -63,7 +64,7 @@ func Scorecard(w io.Writer, rep *result.Report, failOn result.Severity) error {
 			tr.Name += "/" + nameOf(b)
 		}
 		var log strings.Builder
-		for _, f := range b.Findings {
+		for _, f := range withVerdict(b) {
 			fmt.Fprintf(&log, "%s: %s %s: %s\n", position(f), f.Severity, f.Rule, f.Message)
 			if f.Severity >= failOn {
 				tr.State = scorecard.FailState
@@ -88,6 +89,27 @@ func Scorecard(w io.Writer, rep *result.Report, failOn result.Severity) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(st)
+}
+
+// withVerdict is b's findings, then its verdict for OLM v0 as a finding
+// of validate.RuleNotHeldOLMv0 when the verdict is "no" and no error of
+// that rule says so already. The verdict can be "no" on warnings alone
+// (they put the gate in doubt) and the exit code is then 1 (ExitCode); a
+// pipeline that reads JUnit, SARIF, a scorecard result or a ManifestResult
+// instead of the exit code (statuscheck exits 0 for the last two) must see
+// the bundle fail too. Its place is the bundle's CSV.
+func withVerdict(b result.Bundle) []result.Finding {
+	v, ok := b.OLMv0()
+	if !ok || v.Held {
+		return b.Findings
+	}
+	for _, f := range b.Findings {
+		if f.Rule == validate.RuleNotHeldOLMv0 && f.Severity == result.Error {
+			return b.Findings
+		}
+	}
+	return append(slices.Clip(b.Findings), result.Finding{Rule: validate.RuleNotHeldOLMv0, Severity: result.Error, File: bundleFile(b),
+		Message: "OLM v0 does not hold the upgrade: " + v.Reason, Remediation: v.Remedy})
 }
 
 func nameOf(b result.Bundle) string {
@@ -170,7 +192,7 @@ func SARIF(w io.Writer, rep *result.Report, rules []validate.Rule, root, version
 	run.AddInvocation(inv)
 	run.WithResults([]*sarif.Result{})
 	for _, b := range rep.Bundles {
-		for _, f := range b.Findings {
+		for _, f := range withVerdict(b) {
 			file, object := splitObject(f.File)
 			msg := f.Message
 			if object != "" {
@@ -298,7 +320,7 @@ func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result
 	for _, b := range rep.Bundles {
 		suite := junitSuite{Name: suiteName(b), File: bundleFile(b)}
 		byRule := map[string][]result.Finding{}
-		for _, f := range b.Findings {
+		for _, f := range withVerdict(b) {
 			byRule[f.Rule] = append(byRule[f.Rule], f)
 		}
 		for _, r := range rules {
@@ -321,7 +343,13 @@ func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result
 				}
 			}
 			if len(failing) > 0 {
-				tc.Failure = &junitFailure{Message: fmt.Sprintf("%d finding(s): %s", len(failing), r.Summary), Type: r.ID,
+				summary := r.Summary
+				if r.ID == validate.RuleNotHeldOLMv0 {
+					// The verdict's own reason: the rule's summary says one
+					// of the reasons it can be "no".
+					summary = byRule[r.ID][0].Message
+				}
+				tc.Failure = &junitFailure{Message: fmt.Sprintf("%d finding(s): %s", len(failing), summary), Type: r.ID,
 					Text: strings.Join(failing, "\n") + "\nremediation: " + r.Remediation}
 				suite.Failures++
 			}

@@ -295,3 +295,78 @@ func BenchmarkTimeline(b *testing.B) {
 		})
 	}
 }
+
+// TestVerdictNoFailsEveryPipelineFormat: OLM v0's verdict can be "no" on
+// warnings alone (they put the gate in doubt), and the exit code is then
+// 1; JUnit, SARIF, scorecard and operator-sdk's ManifestResult, which a
+// pipeline reads instead of the exit code (statuscheck exits 0 for the
+// last two), must fail the bundle too, under the verdict's rule.
+func TestVerdictNoFailsEveryPipelineFormat(t *testing.T) {
+	doubt := func() *result.Report {
+		return &result.Report{Bundles: []result.Bundle{{Path: "a", Name: "a.v1", File: "a/manifests/csv.yaml",
+			Findings: []result.Finding{
+				{Rule: "conditions-list-type", Severity: result.Warning, File: "a/manifests/crd.yaml", Line: 30, Column: 7, Message: "two conditions of one type", Remediation: "make it a map list"},
+			},
+			Protection: []result.Protection{{Manager: result.ManagerOLMv0, Reason: "the gate may not hold as declared: conditions-list-type", Remedy: "fix the warnings"}},
+		}}}
+	}
+	require.Equal(t, result.ExitFindings, doubt().ExitCode(result.Error), "the exit code the formats must agree with")
+
+	var b bytes.Buffer
+	require.NoError(t, JUnit(&b, doubt(), validate.Rules(), result.Error))
+	var suites struct {
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(b.Bytes(), &suites))
+	assert.Equal(t, 1, suites.Failures, "junit")
+	for _, c := range suites.Suites[0].Cases {
+		if c.Name == validate.RuleNotHeldOLMv0 {
+			require.NotNil(t, c.Failure, "junit: the verdict's testcase fails")
+			assert.Contains(t, c.Failure.Message, "the gate may not hold as declared")
+		} else {
+			assert.Nil(t, c.Failure, "junit: %s", c.Name)
+		}
+	}
+
+	b.Reset()
+	require.NoError(t, SARIF(&b, doubt(), validate.Rules(), ".", ""))
+	log, err := sarif.FromBytes(b.Bytes())
+	require.NoError(t, err)
+	require.NoError(t, log.Validate())
+	var levels []string
+	for _, r := range log.Runs[0].Results {
+		levels = append(levels, *r.RuleID+"="+r.Level)
+	}
+	assert.Equal(t, []string{"conditions-list-type=warning", validate.RuleNotHeldOLMv0 + "=error"}, levels, "sarif")
+
+	b.Reset()
+	require.NoError(t, Scorecard(&b, doubt(), result.Error))
+	var st scorecard.TestStatus
+	require.NoError(t, json.Unmarshal(b.Bytes(), &st))
+	require.Len(t, st.Results, 1)
+	assert.Equal(t, scorecard.FailState, st.Results[0].State, "scorecard")
+	assert.Contains(t, st.Results[0].Suggestions, "fix the warnings")
+
+	b.Reset()
+	require.NoError(t, ManifestResult(&b, doubt().Bundles[0]))
+	var mr apierrors.ManifestResult
+	require.NoError(t, json.Unmarshal(b.Bytes(), &mr))
+	require.Len(t, mr.Errors, 1, "manifest-result")
+	assert.Equal(t, apierrors.ErrorType("statuscheck/"+validate.RuleNotHeldOLMv0), mr.Errors[0].Type)
+	assert.Len(t, mr.Warnings, 1)
+
+	held := doubt()
+	held.Bundles[0].Protection[0].Held = true
+	b.Reset()
+	require.NoError(t, Scorecard(&b, held, result.Error))
+	require.NoError(t, json.Unmarshal(b.Bytes(), &st))
+	assert.Equal(t, scorecard.PassState, st.Results[0].State, "a held bundle with a warning passes at --fail-on error")
+}

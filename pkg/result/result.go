@@ -236,10 +236,18 @@ func (r *Report) ExitCode(failOn Severity) int {
 // there is no verdict (the CSV declares no valid status source, which its
 // findings say).
 func (b *Bundle) HeldOnOLMv0() bool {
+	v, ok := b.OLMv0()
+	return !ok || v.Held
+}
+
+// OLMv0 is the bundle's verdict for OLM v0, when it has one. A "no" fails
+// the job whatever the severities of the findings behind it (ExitCode), so
+// every format that a pipeline reads instead of the exit code says it too.
+func (b *Bundle) OLMv0() (Protection, bool) {
 	for _, p := range b.Protection {
 		if p.Manager == ManagerOLMv0 {
-			return p.Held
+			return p, true
 		}
 	}
-	return true
+	return Protection{}, false
 }

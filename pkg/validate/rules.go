@@ -8,6 +8,12 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
+// RuleNotHeldOLMv0 is the rule of the verdict for OLM v0: the formats a
+// pipeline reads instead of the exit code (JUnit, SARIF, scorecard,
+// operator-sdk's ManifestResult) carry a "no" under it, whatever finding
+// it comes from.
+const RuleNotHeldOLMv0 = "upgrade-not-held-olm-v0"
+
 // Rule is one check: stable data plus the function that finds it.
 type Rule struct {
 	// ID is stable, kebab-case, and never reused for another meaning.
@@ -231,7 +237,7 @@ func Rules() []Rule {
 			Check:       checkBridgeOneWriter,
 		},
 		{
-			ID:          "upgrade-not-held-olm-v0",
+			ID:          RuleNotHeldOLMv0,
 			Severity:    result.Error,
 			Summary:     "The CSV declares a status source, but on OLM v0, which gates a CSV's replacement on its OperatorCondition only and does not read the annotation, nothing writes the OperatorCondition from the CR: no bridge is declared and the handshake is not OperatorCondition, so OLM replaces the operator whatever the CR says.",
 			Remediation: "Declare what carries the CR's condition to OLM: `statuscheck generate -w --bridge IMAGE BUNDLE` adds statuscheck bridge as a sidecar, or the operator writes its OperatorCondition itself (operator-lib's conditions) and `statuscheck generate -w --handshake OperatorCondition BUNDLE` declares it.",
