@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/statuscheck/statuscheck/pkg/guard"
@@ -47,12 +48,62 @@ const guardLimits = "not held still: an upgrade that renames the Deployment, del
 // hookLimits is what the pre-upgrade check does not hold.
 const hookLimits = "it holds only the tool that runs the hook (Helm, Argo CD): another apply of the new manifests goes past it"
 
+// olmOnlyRules judge only what OLM or its console reads, or the bridge
+// that writes OLM's OperatorCondition: the CSV's owned kinds, the install
+// modes OLM makes Roles from, the handshake's request (only OLM writes
+// one), the bridge, alm-examples and the initialization resource. The
+// guards read the CR's condition themselves, so these errors and doubts
+// leave them held; every other rule before the verdict's judges the CR,
+// its CRD or what the operator writes to it, which they read as OLM's gate
+// does.
+var olmOnlyRules = []string{"status-source-not-owned", "status-rbac-install-mode",
+	"handshake-request-not-observable", "handshake-path-missing", "handshake-request-not-reserved",
+	"bridge-container-missing", "bridge-rbac-missing", "bridge-operatorcondition-handshake",
+	"alm-examples-invalid", "initialization-resource-mismatch"}
+
+// guardDoubt says why a guard that reads the CR's condition may not hold
+// what it holds: the errors that stop the status source from working, or
+// the warnings that put the CR in doubt (doubtRules), as OLM v0's verdict
+// says them, but those of olmOnlyRules. "" when nothing does.
+func (ctx *Context) guardDoubt() (why, remedy string) {
+	crSide := func(rules []string) []string {
+		var out []string
+		for _, r := range rules {
+			if !slices.Contains(olmOnlyRules, r) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	if errs := crSide(ctx.staticErrors); len(errs) > 0 {
+		return "but the status source cannot work as declared: " + strings.Join(errs, ", "), "fix those errors (see their findings)"
+	}
+	if doubts := crSide(ctx.doubts); len(doubts) > 0 {
+		return "but the gate may not hold as declared: " + strings.Join(doubts, ", "), "see those warnings"
+	}
+	return "", ""
+}
+
 // withGuards revises the OLM v1 and without-OLM verdicts for the guards
 // the bundle ships (Options.Guards); the others are returned unchanged.
+// A guard holds the upgrade only while the CR it reads can work as
+// declared (guardDoubt).
 func withGuards(ctx *Context, ps []result.Protection) []result.Protection {
 	policy, hook := ctx.guardsFor()
 	if policy == nil && hook == nil {
 		return ps
+	}
+	doubt, doubtRemedy := ctx.guardDoubt()
+	judge := func(p *result.Protection, held string, limits ...string) {
+		p.Held, p.Remedy = true, ""
+		p.Reason = held
+		if doubt != "" {
+			p.Held, p.Remedy = false, doubtRemedy
+			p.Reason += ", " + doubt
+		}
+		if len(limits) > 0 {
+			p.Reason += "; " + strings.Join(limits, "; ")
+		}
 	}
 	for i := range ps {
 		p := &ps[i]
@@ -69,15 +120,15 @@ func withGuards(ctx *Context, ps []result.Protection) []result.Protection {
 				held = append(held, fmt.Sprintf("the admission policy in %s denies an image change of Deployment %s unless %s %q reports a fresh True, whatever applies it", policy.File, strings.Join(policy.Deployments, ", "), ctx.Source.Kind, ctx.Source.Name))
 				limits = append(limits, guardLimits)
 			}
-			p.Held, p.By, p.Remedy = true, strings.Join(by, "+"), ""
-			p.Reason = strings.Join(held, "; ") + "; " + strings.Join(limits, "; ")
+			p.By = strings.Join(by, "+")
+			judge(p, strings.Join(held, "; "), limits...)
 		case result.ManagerOLMv1:
 			if policy == nil {
 				continue
 			}
-			p.Held, p.By, p.Remedy = true, guard.FoundPolicy, ""
-			p.Reason = fmt.Sprintf("operator-controller has no gate of its own, but the admission policy in %s denies its update of Deployment %s (it applies the bundle through Helm, goes on past the error and retries with back-off) unless %s %q reports a fresh True; %s; a pre-upgrade hook is not run there",
-				policy.File, strings.Join(policy.Deployments, ", "), ctx.Source.Kind, ctx.Source.Name, guardLimits)
+			p.By = guard.FoundPolicy
+			judge(p, fmt.Sprintf("operator-controller has no gate of its own, but the admission policy in %s denies its update of Deployment %s (it applies the bundle through Helm, goes on past the error and retries with back-off) unless %s %q reports a fresh True",
+				policy.File, strings.Join(policy.Deployments, ", "), ctx.Source.Kind, ctx.Source.Name), guardLimits, "a pre-upgrade hook is not run there")
 		}
 	}
 	return ps

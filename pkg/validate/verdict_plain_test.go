@@ -1,7 +1,9 @@
 package validate
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -81,6 +83,74 @@ func TestVerdictWithGuards(t *testing.T) {
 			}
 			for _, r := range tt.noReason {
 				assert.NotContains(t, got[result.ManagerNone].Reason, r)
+			}
+		})
+	}
+}
+
+// TestGuardsShareTheCRsDoubts: the admission policy and the hook read the
+// CR's condition as OLM's gate does, so what puts that CR in doubt (two
+// conditions of one type accepted) or stops it from working (the
+// apiserver prunes the conditions) makes their verdicts "no" as it makes
+// OLM v0's; what only OLM reads (the console's alm-examples) leaves them
+// held.
+func TestGuardsShareTheCRsDoubts(t *testing.T) {
+	src := filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "handshake", "none")
+	const crdName, csvName = "manifests/cool.operators.corp_cooloperators.yaml", "manifests/cool-operator.clusterserviceversion.yaml"
+	tests := []struct {
+		name      string
+		file      string
+		old, new  string
+		finding   string // the rule the edit makes fire
+		held      bool
+		reasonHas string
+	}{
+		{name: "two conditions of one type accepted", file: crdName,
+			old: "x-kubernetes-list-type: map\n                x-kubernetes-list-map-keys:\n                - type\n", new: "x-kubernetes-list-type: atomic\n",
+			finding: "conditions-list-type", reasonHas: "the gate may not hold as declared: conditions-list-type"},
+		{name: "the conditions pruned", file: crdName,
+			old: "              conditions:\n", new: "              otherConditions:\n",
+			finding: "conditions-schema-missing", reasonHas: "cannot work as declared: conditions-schema-missing"},
+		{name: "the console's examples broken", file: csvName,
+			old: `"spec": {"storageLayer": "PostgreSQL"}}]`, new: `"spec": {"storageLayer": "PostgreSQL"}}`,
+			finding: "alm-examples-invalid", held: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+			p := filepath.Join(dir, tt.file)
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.Contains(t, string(data), tt.old)
+			require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(data), tt.old, tt.new, 1)), 0o644))
+			b, err := bundle.Load(dir, bundle.Options{})
+			require.NoError(t, err)
+			csv := b.CSV()
+			tg, err := guard.Resolve(csv.Obj, csv.Doc.File, NewContext(b, Options{}).Source, "cooloperators", true, "cool-system", "")
+			require.NoError(t, err)
+			pol, bd := guard.AdmissionPolicy(tg)
+			policyYAML, err := guard.YAML(pol, bd)
+			require.NoError(t, err)
+			found, err := guard.Parse("policy.yaml", policyYAML)
+			require.NoError(t, err)
+
+			res := Check(b, Options{Guards: found})
+			got := map[string]result.Protection{}
+			for _, p := range res.Protection {
+				got[p.Manager] = p
+			}
+			var rules []string
+			for _, f := range res.Findings {
+				rules = append(rules, f.Rule)
+			}
+			require.Contains(t, rules, tt.finding)
+			for _, m := range []string{result.ManagerOLMv1, result.ManagerNone} {
+				assert.Equal(t, tt.held, got[m].Held, "%s: %s", m, got[m].Reason)
+				if !tt.held {
+					assert.Contains(t, got[m].Reason, tt.reasonHas, m)
+					assert.NotEmpty(t, got[m].Remedy, m)
+				}
 			}
 		})
 	}
