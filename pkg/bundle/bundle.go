@@ -9,16 +9,20 @@
 package bundle
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
+	apimanifests "github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
@@ -280,7 +284,7 @@ func Roots(path string, opts Options) []string {
 	if err != nil {
 		return []string{path}
 	}
-	var subs []string
+	var subs, files []string
 	for _, e := range entries {
 		name := e.Name()
 		switch {
@@ -289,16 +293,34 @@ func Roots(path string, opts Options) []string {
 			return []string{path} // a bundle root
 		case !e.IsDir():
 			if isManifestName(name) {
-				return []string{path} // a directory of manifests
+				files = append(files, filepath.Join(path, name))
 			}
 		case holdsBundle(fsys, filepath.Join(path, name)):
 			subs = append(subs, filepath.Join(path, name))
 		}
 	}
-	if len(subs) == 0 {
-		return []string{path}
+	if len(subs) == 0 || len(files) > 0 && !slices.ContainsFunc(files, func(f string) bool { return isPackageManifest(fsys, f) }) {
+		return []string{path} // a directory of manifests
 	}
 	return subs
+}
+
+// isPackageManifest: the file is the package manifest of the old
+// package-manifest layout, whose versions are its subdirectories of flat
+// manifests. operator-framework/api's loader takes any file that decodes
+// into a PackageManifest with a name (packageManifestLoader's
+// LoadPackagesWalkFunc, pkg/manifests/packagemanifestloader.go); one is a
+// few lines, so a larger file is not read.
+func isPackageManifest(fsys FS, file string) bool {
+	data, err := fsys.ReadFile(file, 64<<10)
+	if err != nil {
+		return false
+	}
+	var pm apimanifests.PackageManifest
+	if yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 30).Decode(&pm) != nil {
+		return false
+	}
+	return !pm.IsEmpty()
 }
 
 // holdsManifests: a directory with a manifest file of its own.

@@ -265,3 +265,53 @@ spec:
 	assert.Equal(t, "spec.versions[1].subresources", v2.SubresourcesPath.String())
 	assert.Contains(t, codes(b), CodeCSVMissing)
 }
+
+// TestRootsOfAPackageManifestDirectory: the old package-manifest layout
+// (a package manifest, as operator-framework/api's loader finds it:
+// any file that decodes into a PackageManifest with a name, beside a
+// directory per version of flat manifests, and files such as
+// community-operators' ci.yaml) expands to its versions, as a directory
+// of bundles does; a directory of plain manifests that has subdirectories
+// too stays itself.
+func TestRootsOfAPackageManifestDirectory(t *testing.T) {
+	manifests := func(t *testing.T, dir string) {
+		for _, f := range []string{"cool-operator.clusterserviceversion.yaml", "cool.operators.corp_cooloperators.yaml"} {
+			data, err := os.ReadFile(filepath.Join(good, "manifests", f))
+			require.NoError(t, err)
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), data, 0o644))
+		}
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{name: "a package manifest named as operator-sdk names it, and ci.yaml",
+			files: map[string]string{"cool.package.yaml": "packageName: cool\nchannels:\n- name: alpha\n  currentCSV: cool-operator.v0.2.0\n", "ci.yaml": "updateGraph: replaces-mode\n"},
+			want:  []string{"0.1.0", "0.2.0"}},
+		{name: "a package manifest in JSON under another name",
+			files: map[string]string{"package.json": `{"packageName": "cool", "channels": [{"name": "alpha", "currentCSV": "cool-operator.v0.2.0"}]}`},
+			want:  []string{"0.1.0", "0.2.0"}},
+		{name: "a manifest that is no package manifest",
+			files: map[string]string{"service.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: cool\n"},
+			want:  []string{"."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			manifests(t, filepath.Join(dir, "0.1.0"))
+			manifests(t, filepath.Join(dir, "0.2.0"))
+			for name, data := range tt.files {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+			}
+			var got []string
+			for _, r := range Roots(dir, Options{}) {
+				rel, err := filepath.Rel(dir, r)
+				require.NoError(t, err)
+				got = append(got, rel)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
