@@ -286,7 +286,7 @@ func TestGenerateBridgeMetricsSecure(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	written, err := os.ReadFile(filepath.Join(dir, "manifests", "cool-operator.clusterserviceversion.yaml"))
 	require.NoError(t, err)
-	for _, want := range []string{"- --metrics-secure\n", "- --metrics-bind-address=:8383\n", "                - name: metrics\n                  containerPort: 8383\n",
+	for _, want := range []string{"- --metrics-secure\n", "- --metrics-bind-address=:8385\n", "                - name: metrics\n                  containerPort: 8385\n",
 		"          - tokenreviews\n          verbs:\n          - create\n", "          - subjectaccessreviews\n          verbs:\n          - create\n"} {
 		assert.Contains(t, string(written), want)
 	}
@@ -348,7 +348,7 @@ func TestGenerateBridge(t *testing.T) {
 	require.NoError(t, err)
 	for _, want := range []string{"statuscheck.operatorframework.io/bridge: 'cool-operator/statuscheck-bridge'", "- name: statuscheck-bridge\n                image: " + image, "fieldPath: metadata.namespace",
 		"                - name: STATUSCHECK_STATUS_SOURCE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['operatorframework.io/status-source']\n",
-		"- --metrics-bind-address=127.0.0.1:8383\n", "                - name: health\n                  containerPort: 8384\n                  protocol: TCP\n"} {
+		"- --metrics-bind-address=127.0.0.1:8385\n", "                - name: health\n                  containerPort: 8384\n                  protocol: TCP\n"} {
 		assert.Contains(t, string(written), want)
 	}
 	assert.NotContains(t, string(written), "clusterserviceversions", "freshness mode: the status source comes from the downward API, no CSV is read")

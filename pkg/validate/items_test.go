@@ -178,12 +178,12 @@ func TestItem11BridgeContainerMustRunBridge(t *testing.T) {
 		{name: "a shell", lines: "                command: [/bin/sh]\n", at: "command: [/bin/sh]", msg: `its command ["/bin/sh"] replaces the image's entrypoint /usr/local/bin/statuscheck`},
 		{name: "a shell running the bridge", lines: "                command: [/bin/sh, -c, exec statuscheck bridge]\n", at: "command: [/bin/sh", msg: "so it runs /bin/sh"},
 		{name: "another subcommand", lines: "                args: [validate, /bundle]\n", at: "args: [validate", msg: `whose subcommand is "validate", not "bridge"`},
-		{name: "a flag before the subcommand", lines: "                args: [--metrics-bind-address=:8383, bridge]\n", at: "args: [--metrics", msg: `subcommand is "--metrics-bind-address=:8383"`},
+		{name: "a flag before the subcommand", lines: "                args: [--metrics-bind-address=:8385, bridge]\n", at: "args: [--metrics", msg: `subcommand is "--metrics-bind-address=:8385"`},
 		{name: "no arguments", lines: "", at: "- name: statuscheck-bridge", msg: "it gives no arguments, so it runs /usr/local/bin/statuscheck with no subcommand"},
 		{name: "the entrypoint alone as command", lines: "                command: [/usr/local/bin/statuscheck]\n", at: "command: [/usr/local/bin/statuscheck]", msg: "it gives no arguments"},
 		{name: "the image's entrypoint and args", lines: "                args: [bridge]\n"},
 		{name: "the entrypoint written out", lines: "                command: [/usr/local/bin/statuscheck, bridge]\n"},
-		{name: "statuscheck from the PATH, the subcommand in args", lines: "                command: [statuscheck]\n                args: [bridge, --metrics-bind-address=127.0.0.1:8383]\n"},
+		{name: "statuscheck from the PATH, the subcommand in args", lines: "                command: [statuscheck]\n                args: [bridge, --metrics-bind-address=127.0.0.1:8385]\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,8 +45,9 @@ const (
 	// needs no permission on CSVs for it.
 	EnvStatusSource = "STATUSCHECK_STATUS_SOURCE"
 	// MetricsPort and ProbePort are where `statuscheck bridge` serves
-	// /metrics and /healthz, /readyz by default.
-	MetricsPort = 8383
+	// /metrics and /healthz, /readyz by default; neither is one of
+	// frameworkPorts, where the operator beside it may listen.
+	MetricsPort = 8385
 	ProbePort   = 8384
 	// PortHealth and PortMetrics name the container's ports (what a
 	// probe, a Service or a PodMonitor refers to).
@@ -243,11 +244,51 @@ func SecureMetrics(c corev1.Container) bool {
 	return false
 }
 
+// frameworkPorts are the ports operator frameworks bind by default without
+// declaring a containerPort, so that Ports cannot see them in the pod, each
+// with who binds it.
+// Containers of a pod share its network: a sidecar on one of them keeps
+// whichever of it and the operator starts second from binding, and that
+// one crash-loops (an operator-sdk v0.x operator exits 1 when manager.New
+// cannot bind its metrics).
+var frameworkPorts = map[int]string{
+	// operator-sdk v0.5.0 to v0.18.x scaffold cmd/manager/main.go with
+	// metricsHost "0.0.0.0", metricsPort 8383 (controller-runtime's
+	// MetricsBindAddress) and, from v0.9.0, operatorMetricsPort 8686 (the
+	// custom-resource metrics that serveCRMetrics serves through
+	// kubemetrics.GenerateAndServeCRMetrics): operator-framework/operator-sdk
+	// v0.18.0, internal/scaffold/cmd.go, cmdTmpl (internal/pkg/scaffold or
+	// pkg/scaffold/cmd.go in earlier tags).
+	8383: "operator-sdk v0.x metrics",
+	8686: "operator-sdk v0.x custom-resource metrics",
+	// controller-runtime's metrics server: kubernetes-sigs/controller-runtime
+	// v0.24.1, pkg/metrics/server/server.go, DefaultBindAddress ":8080";
+	// kubebuilder's scaffold serves them on :8443 (HTTPS) or :8080 (HTTP):
+	// kubernetes-sigs/kubebuilder v4.15.0,
+	// pkg/plugins/golang/v4/scaffolds/internal/templates/cmd/main.go,
+	// mainTemplate, and --metrics-bind-address=:8443 in
+	// pkg/plugins/common/kustomize/v2/scaffolds/internal/templates/config/kdefault/manager_metrics_patch.go,
+	// kustomizeMetricsPatchTemplate; operator-sdk's helm-operator defaults to
+	// :8080 too (v1.42.3, internal/helm/flags/flag.go, Flags.AddTo).
+	8080: "controller-runtime metrics",
+	8443: "kubebuilder secure metrics",
+	// kubebuilder's scaffolded health probes: the same mainTemplate,
+	// --health-probe-bind-address ":8081" (helm-operator's too, same
+	// flag.go).
+	8081: "kubebuilder health probes",
+	// controller-runtime's webhook server: v0.24.1, pkg/webhook/server.go,
+	// DefaultPort 9443.
+	9443: "controller-runtime webhook server",
+}
+
 // Ports picks the metrics and probe ports: the defaults unless a container
 // of the pod declares them (containers of a pod share its network), then
-// the next free ones.
+// the next free ones, never one of frameworkPorts.
 func Ports(pod corev1.PodSpec) (metrics, probe int) {
 	used := map[int]bool{}
+	for port := range frameworkPorts {
+		used[port] = true
+	}
 	for _, c := range pod.Containers {
 		if c.Name == ContainerName {
 			continue

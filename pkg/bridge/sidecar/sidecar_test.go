@@ -296,15 +296,15 @@ func TestContainer(t *testing.T) {
 		ports []corev1.ContainerPort
 	}{
 		{name: "the default ports", opts: Options{Image: "img", MetricsPort: MetricsPort, ProbePort: ProbePort},
-			args:  []string{"bridge", "--metrics-bind-address=127.0.0.1:8383"},
+			args:  []string{"bridge", "--metrics-bind-address=127.0.0.1:8385"},
 			ports: []corev1.ContainerPort{{Name: "health", ContainerPort: 8384, Protocol: corev1.ProtocolTCP}}},
 		{name: "moved ports", opts: Options{Image: "img", MetricsPort: 8386, ProbePort: 8387},
 			args:  []string{"bridge", "--metrics-bind-address=127.0.0.1:8386", "--health-probe-bind-address=:8387"},
 			ports: []corev1.ContainerPort{{Name: "health", ContainerPort: 8387, Protocol: corev1.ProtocolTCP}}},
 		{name: "secure metrics, off localhost", opts: Options{Image: "img", MetricsPort: MetricsPort, ProbePort: ProbePort, SecureMetrics: true},
-			args: []string{"bridge", "--metrics-secure", "--metrics-bind-address=:8383"},
+			args: []string{"bridge", "--metrics-secure", "--metrics-bind-address=:8385"},
 			ports: []corev1.ContainerPort{{Name: "health", ContainerPort: 8384, Protocol: corev1.ProtocolTCP},
-				{Name: "metrics", ContainerPort: 8383, Protocol: corev1.ProtocolTCP}}},
+				{Name: "metrics", ContainerPort: 8385, Protocol: corev1.ProtocolTCP}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -325,14 +325,84 @@ func TestContainer(t *testing.T) {
 	assert.False(t, SecureMetrics(older))
 }
 
-func TestPortsAvoidThePodsOwn(t *testing.T) {
-	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Ports: []corev1.ContainerPort{{ContainerPort: 8383}, {ContainerPort: 8384}, {ContainerPort: 8385}}}}}
-	m, p := Ports(pod)
-	assert.Equal(t, 8386, m)
-	assert.Equal(t, 8387, p)
-	m, p = Ports(corev1.PodSpec{})
-	assert.Equal(t, MetricsPort, m)
-	assert.Equal(t, ProbePort, p)
+// TestPorts: the sidecar's ports avoid those the pod's other containers
+// declare and those operator frameworks bind by default without declaring
+// them (containers of a pod share its network, so either the operator or
+// the sidecar would fail to bind and crash-loop).
+func TestPorts(t *testing.T) {
+	// The frameworks' undeclared defaults, spelled out here and not taken
+	// from the package, so that dropping one from it fails this test.
+	frameworks := []int{8383, 8686, 8080, 8081, 8443, 9443}
+	declaring := func(ports ...int32) corev1.Container {
+		c := corev1.Container{Name: "manager"}
+		for _, p := range ports {
+			c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: p})
+		}
+		return c
+	}
+	tests := []struct {
+		name           string
+		pod            corev1.PodSpec
+		metrics, probe int
+	}{
+		{name: "no container declares a port", pod: corev1.PodSpec{Containers: []corev1.Container{declaring()}},
+			metrics: MetricsPort, probe: ProbePort},
+		{name: "an empty pod", metrics: MetricsPort, probe: ProbePort},
+		{name: "the defaults declared", pod: corev1.PodSpec{Containers: []corev1.Container{declaring(MetricsPort, ProbePort)}}},
+		{name: "the defaults and the next ones declared", pod: corev1.PodSpec{Containers: []corev1.Container{declaring(8383, 8384, 8385, 8386, 8387)}}},
+		{name: "the frameworks' ports declared", pod: corev1.PodSpec{Containers: []corev1.Container{declaring(8383, 8686, 8080, 8081, 9443)}},
+			metrics: MetricsPort, probe: ProbePort},
+		{name: "ports declared by several containers", pod: corev1.PodSpec{Containers: []corev1.Container{declaring(8384), declaring(8385)}}},
+		{name: "the sidecar's own ports do not count", pod: corev1.PodSpec{Containers: []corev1.Container{declaring(), {Name: ContainerName, Ports: []corev1.ContainerPort{{ContainerPort: MetricsPort}, {ContainerPort: ProbePort}}}}},
+			metrics: MetricsPort, probe: ProbePort},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, p := Ports(tt.pod)
+			assert.NotEqual(t, m, p)
+			for _, port := range []int{m, p} {
+				assert.NotContains(t, frameworks, port, "an operator framework binds it without declaring it")
+				for _, c := range tt.pod.Containers {
+					if c.Name == ContainerName {
+						continue
+					}
+					for _, d := range c.Ports {
+						assert.NotEqual(t, int(d.ContainerPort), port, "container %s declares it", c.Name)
+					}
+				}
+			}
+			if tt.metrics != 0 {
+				assert.Equal(t, tt.metrics, m)
+				assert.Equal(t, tt.probe, p)
+			}
+		})
+	}
+}
+
+// TestPortsKeepWhatAvoidedThemAlready: the probe port never collided, so it
+// stays where it was; ports moved past declared ones still move to the
+// next free port.
+func TestPortsKeepWhatAvoidedThemAlready(t *testing.T) {
+	tests := []struct {
+		name           string
+		declared       []int32
+		metrics, probe int
+	}{
+		{name: "nothing declared", metrics: 8385, probe: 8384},
+		{name: "the defaults and the next ones declared", declared: []int32{8383, 8384, 8385}, metrics: 8386, probe: 8387},
+		{name: "the probe port declared", declared: []int32{8384}, metrics: 8385, probe: 8386},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := corev1.Container{Name: "manager"}
+			for _, p := range tt.declared {
+				c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: p})
+			}
+			m, p := Ports(corev1.PodSpec{Containers: []corev1.Container{c}})
+			assert.Equal(t, tt.metrics, m, "metrics")
+			assert.Equal(t, tt.probe, p, "probe")
+		})
+	}
 }
 
 // TestOneWriter: only the OperatorCondition handshake, in which the
