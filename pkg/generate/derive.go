@@ -117,7 +117,7 @@ func Derive(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, v Val
 		src.Namespace = ""
 	}
 	if src.APIVersion == "" || src.Kind == "" || src.Name == "" {
-		return nil, missing(csv, src)
+		return nil, missing(csv, crds, src)
 	}
 	if d.From == "" {
 		d.From = "the command line"
@@ -196,7 +196,7 @@ func deriveIdentity(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CR
 			// another operator's kind to this one (status-source-not-owned).
 			group = groupOf(*v.APIVersion)
 			if len(owned) > 0 && !isOwned(group, kind) {
-				return notOwned(csv, kind+" in group "+group, owned)
+				return notOwned(csv, crds, kind+" in group "+group, owned)
 			}
 		} else {
 			for _, o := range owned {
@@ -205,7 +205,7 @@ func deriveIdentity(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CR
 				}
 			}
 			if group == "" {
-				return notOwned(csv, kind, owned)
+				return notOwned(csv, crds, kind, owned)
 			}
 		}
 	case v.APIVersion != nil:
@@ -217,7 +217,7 @@ func deriveIdentity(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CR
 			}
 		}
 		if len(kinds) != 1 {
-			return &AmbiguousError{Reason: fmt.Sprintf("--api-version %s matches %d owned kinds; pass --kind", *v.APIVersion, len(kinds)), Candidates: describeOwned(csv, kinds)}
+			return &AmbiguousError{Reason: fmt.Sprintf("--api-version %s matches %d owned kinds; pass --kind", *v.APIVersion, len(kinds)), Candidates: describeOwned(csv, crds, kinds)}
 		}
 		kind = kinds[0].Kind
 	case len(owned) == 1:
@@ -225,7 +225,7 @@ func deriveIdentity(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CR
 	case len(owned) == 0:
 		return &AmbiguousError{Reason: "the CSV owns no CRD and has no initialization resource, so there is no status source to derive; pass --api-version, --kind and --name"}
 	default:
-		return &AmbiguousError{Reason: fmt.Sprintf("the CSV owns %d kinds and no initialization resource names one of them; pass --kind (and --name)", len(owned)), Candidates: describeOwned(csv, owned)}
+		return &AmbiguousError{Reason: fmt.Sprintf("the CSV owns %d kinds and no initialization resource names one of them; pass --kind (and --name)", len(owned)), Candidates: describeOwned(csv, crds, owned)}
 	}
 	src.Kind = kind
 	// The version and name: from the kind's alm-examples entry.
@@ -236,16 +236,10 @@ func deriveIdentity(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CR
 		}
 	}
 	version := ""
-	if c := findCRD(crds, group, kind); c != nil {
-		for _, ver := range c.Versions() {
-			if ver.Storage {
-				version = ver.Name
-			}
-		}
-	}
 	for _, o := range owned {
-		if o.Group == group && o.Kind == kind && version == "" {
-			version = o.Versions[0]
+		if o.Group == group && o.Kind == kind {
+			version = storedVersion(crds, o)
+			break
 		}
 	}
 	d.From = "the only owned CRD"
@@ -302,7 +296,7 @@ func (d *Derivation) unpinned(ns, where string, v Values) {
 
 // notOwned is the error for --kind naming no owned kind (with or without
 // --api-version): with the owned kind it probably means.
-func notOwned(csv *operatorsv1alpha1.ClusterServiceVersion, kind string, owned []bundle.OwnedKind) error {
+func notOwned(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, kind string, owned []bundle.OwnedKind) error {
 	reason := fmt.Sprintf("--kind %s is not an owned kind of the CSV (status-source-not-owned: add its CRD to spec.customresourcedefinitions.owned, or pick one it owns)", kind)
 	for _, o := range owned {
 		if strings.EqualFold(o.Kind, kind) {
@@ -313,19 +307,41 @@ func notOwned(csv *operatorsv1alpha1.ClusterServiceVersion, kind string, owned [
 	if len(owned) == 0 {
 		reason += " (it owns none); pass --api-version too"
 	}
-	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, owned)}
+	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, crds, owned)}
 }
 
-func describeOwned(csv *operatorsv1alpha1.ClusterServiceVersion, kinds []bundle.OwnedKind) []string {
+// storedVersion is the version Derive takes for owned kind o when no
+// alm-examples entry gives one: its CRD's storage version, else the first
+// version the CSV lists for it.
+func storedVersion(crds []*crd.CRD, o bundle.OwnedKind) string {
+	if c := findCRD(crds, o.Group, o.Kind); c != nil {
+		for _, ver := range c.Versions() {
+			if ver.Storage {
+				return ver.Name
+			}
+		}
+	}
+	return o.Versions[0]
+}
+
+// describeOwned lists a command line for each owned kind, with the
+// version and name Derive would take: the kind's alm-examples entry's,
+// else its stored version (a CSV often lists a deprecated version
+// first).
+func describeOwned(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, kinds []bundle.OwnedKind) []string {
 	examples := bundle.ExampleRefs(csv)
 	var out []string
 	for _, o := range kinds {
-		line := fmt.Sprintf("--kind %s --api-version %s/%s", o.Kind, o.Group, o.Versions[0])
+		version, name := storedVersion(crds, o), ""
 		for _, e := range examples {
 			if e.Kind == o.Kind && e.Group == o.Group && e.Name != "" {
-				line += " --name " + e.Name
+				version, name = e.Version, e.Name
 				break
 			}
+		}
+		line := fmt.Sprintf("--kind %s --api-version %s/%s", o.Kind, o.Group, version)
+		if name != "" {
+			line += " --name " + name
 		}
 		out = append(out, line)
 	}
@@ -333,7 +349,7 @@ func describeOwned(csv *operatorsv1alpha1.ClusterServiceVersion, kinds []bundle.
 	return out
 }
 
-func missing(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusSource) error {
+func missing(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*crd.CRD, src *v1alpha1.StatusSource) error {
 	var need []string
 	if src.APIVersion == "" {
 		need = append(need, "--api-version")
@@ -352,5 +368,5 @@ func missing(csv *operatorsv1alpha1.ClusterServiceVersion, src *v1alpha1.StatusS
 			reason = fmt.Sprintf("no initialization resource names the %s CR, and the CSV's alm-examples, where its example would be, is %v; fix alm-examples, or pass --name", src.Kind, err)
 		}
 	}
-	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, bundle.OwnedKinds(csv))}
+	return &AmbiguousError{Reason: reason, Candidates: describeOwned(csv, crds, bundle.OwnedKinds(csv))}
 }

@@ -7,10 +7,12 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/crd"
 )
 
 func csvWith(annotations map[string]string, owned ...operatorsv1alpha1.CRDDescription) *operatorsv1alpha1.ClusterServiceVersion {
@@ -115,6 +117,44 @@ func TestDerive(t *testing.T) {
 			}
 			_, problems := contract.Parse(d.Source.Marshal())
 			assert.Empty(t, problems)
+		})
+	}
+}
+
+// TestCandidatesNameTheVersionDeriveTakes: a CSV often lists a kind's
+// deprecated version first (cert-manager 1.4.0 owns Certificate at
+// v1alpha2, v1alpha3, v1beta1 and v1); the candidate lines give the
+// version Derive would take: the kind's alm-examples entry's, else its
+// CRD's storage version.
+func TestCandidatesNameTheVersionDeriveTakes(t *testing.T) {
+	owned := []operatorsv1alpha1.CRDDescription{
+		{Name: "certificates.cert-manager.io", Version: "v1alpha2", Kind: "Certificate"},
+		{Name: "certificates.cert-manager.io", Version: "v1", Kind: "Certificate"},
+		{Name: "issuers.cert-manager.io", Version: "v1alpha2", Kind: "Issuer"},
+		{Name: "issuers.cert-manager.io", Version: "v1", Kind: "Issuer"},
+		{Name: "orders.acme.cert-manager.io", Version: "v1alpha2", Kind: "Order"},
+	}
+	certificates := &crd.CRD{V1: &apiextv1.CustomResourceDefinition{Spec: apiextv1.CustomResourceDefinitionSpec{
+		Group: "cert-manager.io", Names: apiextv1.CustomResourceDefinitionNames{Kind: "Certificate", Plural: "certificates"},
+		Versions: []apiextv1.CustomResourceDefinitionVersion{{Name: "v1alpha2", Served: true}, {Name: "v1", Served: true, Storage: true}},
+	}}}
+	csv := csvWith(map[string]string{"alm-examples": `[{"apiVersion":"cert-manager.io/v1","kind":"Issuer","metadata":{"name":"selfsigned"}}]`}, owned...)
+	tests := []struct {
+		name string
+		crds []*crd.CRD
+		want []string
+	}{
+		{name: "the storage version of the CRD in the bundle, else the first listed; an example's version and name", crds: []*crd.CRD{certificates},
+			want: []string{"--kind Certificate --api-version cert-manager.io/v1", "--kind Issuer --api-version cert-manager.io/v1 --name selfsigned", "--kind Order --api-version acme.cert-manager.io/v1alpha2"}},
+		{name: "no CRD at hand: the first listed", crds: nil,
+			want: []string{"--kind Certificate --api-version cert-manager.io/v1alpha2", "--kind Issuer --api-version cert-manager.io/v1 --name selfsigned", "--kind Order --api-version acme.cert-manager.io/v1alpha2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Derive(csv, tt.crds, Values{})
+			var amb *AmbiguousError
+			require.ErrorAs(t, err, &amb)
+			assert.Equal(t, tt.want, amb.Candidates)
 		})
 	}
 }
