@@ -71,6 +71,13 @@ type probeResults struct {
 	// says whether the token came back.
 	requestRefused *apiserver.Refusal
 	requestKept    bool
+	// reservedKept: a token written at .spec.upgradeRequest
+	// (crd.ReservedRequestName, the field the verdict's RequestAck command
+	// names when the handshake names none the CRD keeps) comes back, as
+	// probe 2 would find it once the command is followed: the schema
+	// declares it, or the CRD keeps unknown fields there (a v1beta1 CRD's
+	// defaulted spec.preserveUnknownFields among them).
+	reservedKept bool
 	// exampleRefused is the refusal of the example CR's create.
 	exampleRefused *apiserver.Refusal
 	// exampleKey is the CSV annotation the example came from.
@@ -383,15 +390,33 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 	// The handshake request: OLM's token at request.specPath, of the type
 	// the schema gives it.
 	if h := src.Handshake; src.Mode() == v1alpha1.HandshakeRequestAck && h.Request != nil && h.Request.SpecPath != "" && r.tokenTypeError("request.specPath") == nil {
-		path := v1alpha1.FieldPath(h.Request.SpecPath)
-		out, _, rf := res.Update(base, jsonobj.MergePatch(base, jsonobj.NestedPatch(path, r.tokens.RequestValue("1"))))
-		r.requestRefused = rf
-		if rf == nil {
-			v, ok, _ := unstructured.NestedFieldNoCopy(out, path...)
-			r.requestKept = ok && fmt.Sprint(v) == "1"
-		}
+		r.requestRefused, r.requestKept = requestProbe(res, base, h.Request.SpecPath, r.tokens)
+	}
+	// The same at the field the verdict's command would name, as the
+	// handshake would then be.
+	reserved := &v1alpha1.StatusSource{Handshake: &v1alpha1.Handshake{Mode: v1alpha1.HandshakeRequestAck,
+		Request: &v1alpha1.HandshakeRequest{SpecPath: reservedRequestPath}}}
+	if tokens, errs := ctx.Version.HandshakeTokens(reserved); len(errs) == 0 {
+		_, r.reservedKept = requestProbe(res, base, reservedRequestPath, tokens)
 	}
 	return r
+}
+
+// reservedRequestPath is the spec field the verdict suggests for OLM's
+// request.
+const reservedRequestPath = ".spec." + crd.ReservedRequestName
+
+// requestProbe is probe 2, the handshake request: OLM's token, of the type
+// the schema gives it, written at specPath of base. It returns the
+// apiserver's refusal, or whether the token came back.
+func requestProbe(res *apiserver.Resource, base map[string]interface{}, specPath string, tokens contract.Tokens) (*apiserver.Refusal, bool) {
+	path := v1alpha1.FieldPath(specPath)
+	out, _, rf := res.Update(base, jsonobj.MergePatch(base, jsonobj.NestedPatch(path, tokens.RequestValue("1"))))
+	if rf != nil {
+		return rf, false
+	}
+	v, ok, _ := unstructured.NestedFieldNoCopy(out, path...)
+	return nil, ok && fmt.Sprint(v) == "1"
 }
 
 // keptWhenPruning writes the status probe to the status source's version

@@ -233,15 +233,26 @@ func (ctx *Context) operatorDeployment() string {
 
 // requestField is the spec field for OLM's request: the one the handshake
 // already names, else one the CRD reserves for it (crd.Version.RequestReserved),
-// else .spec.upgradeRequest with the CRD change it needs first (the
-// apiserver prunes an undeclared field).
+// else .spec.upgradeRequest, with the CRD change it needs first where the
+// apiserver prunes it. That is decided as handshake-path-missing decides it
+// once the command is followed: by the apiserver's own pruning, on probe 2
+// at that field (probeResults.reservedKept), not by the schema alone. A CRD
+// that keeps unknown fields keeps the field undeclared: one written as
+// apiextensions.k8s.io/v1beta1 without spec.preserveUnknownFields: false
+// does, since the apiserver defaults it to true
+// (k8s.io/apiextensions-apiserver pkg/apis/apiextensions/v1beta1/defaults.go,
+// SetDefaults_CustomResourceDefinitionSpec), a default crd.Decode applies
+// with the apiserver's scheme and package apiserver prunes by. Where the
+// probes did not run (the apiserver cannot serve the CRD, which its own
+// findings say first), nothing shows the field is pruned, and no change
+// is claimed.
 func (ctx *Context) requestField() (field, change string) {
 	if r := ctx.Source.Request(); r != nil && r.SpecPath != "" && ctx.Version != nil && ctx.Version.RequestReserved(v1alpha1.FieldPath(r.SpecPath)) {
 		if _, declared := ctx.Version.TypeAt(v1alpha1.FieldPath(r.SpecPath)); declared {
 			return r.SpecPath, ""
 		}
 	}
-	field = ".spec." + crd.ReservedRequestName
+	field = reservedRequestPath
 	if ctx.Version == nil || ctx.Version.Schema == nil {
 		return field, ""
 	}
@@ -253,6 +264,11 @@ func (ctx *Context) requestField() (field, change string) {
 		}
 	}
 	if _, declared := ctx.Version.TypeAt(v1alpha1.FieldPath(field)); declared {
+		return field, ""
+	}
+	if r := ctx.probed(); r == nil || r.reservedKept {
+		// Kept as the CRD stands (RequestAck can use it undeclared), or
+		// nothing shows it is pruned.
 		return field, ""
 	}
 	crdName := ""

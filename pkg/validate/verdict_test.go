@@ -1,0 +1,90 @@
+package validate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/result"
+)
+
+// TestVerdictAsksForTheRequestFieldOnlyWhereItIsPruned: the verdict's
+// RequestAck command says the CRD needs .spec.upgradeRequest only where the
+// apiserver prunes a token written there, which is where
+// handshake-path-missing fires once the command is followed. A v1beta1 CRD
+// that does not set spec.preserveUnknownFields keeps every unknown field
+// (the trial's keda-1.5.0): the command works as the CRD stands, and the
+// verdict must not ask for the field; the same CRD with
+// preserveUnknownFields false prunes it, and the verdict asks.
+func TestVerdictAsksForTheRequestFieldOnlyWhereItIsPruned(t *testing.T) {
+	const v1beta1File = "manifests/cooloperators.crd.yaml"
+	const declared = "              upgradeRequest:\n                description: Token OLM writes to ask whether an upgrade may proceed.\n                type: string\n"
+	v1beta1 := func(crd string) fixture {
+		return fixture{remove: []string{crdFile}, add: map[string]string{v1beta1File: crd}}
+	}
+	pruning := strings.Replace(v1beta1CRD, "  scope: Namespaced\n", "  scope: Namespaced\n  preserveUnknownFields: false\n", 1)
+	keeping := strings.Replace(v1beta1CRD, "  scope: Namespaced\n", "  scope: Namespaced\n  preserveUnknownFields: true\n", 1)
+	require.NotEqual(t, v1beta1CRD, pruning)
+	require.NotEqual(t, v1beta1CRD, keeping)
+
+	tests := []struct {
+		name string
+		// crd is the bundle's CRD (the good bundle's, edited or replaced).
+		crd fixture
+		// wiring is what else the CSV declares.
+		wiring []edit
+		// pruned: a token at .spec.upgradeRequest does not come back, so
+		// the verdict asks for the field and handshake-path-missing fires
+		// on the command it gives.
+		pruned bool
+	}{
+		{name: "v1, the field declared", crd: fixture{}},
+		{name: "v1, no such field", crd: fixture{edits: []edit{{crdFile, declared, ""}}}, pruned: true},
+		{name: "v1beta1, preserveUnknownFields not set (defaulted to true)", crd: v1beta1(v1beta1CRD)},
+		{name: "v1beta1, preserveUnknownFields true", crd: v1beta1(keeping)},
+		{name: "v1beta1, preserveUnknownFields false", crd: v1beta1(pruning), pruned: true},
+		{name: "v1beta1 with the bridge under None (the trial's keda)", crd: v1beta1(v1beta1CRD), wiring: []edit{bridgeDeclared, bridgeContainer}},
+		{name: "v1beta1 pruning, with the bridge under None", crd: v1beta1(pruning), wiring: []edit{bridgeDeclared, bridgeContainer}, pruned: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := tt.crd
+			f.edits = append(append([]edit{}, f.edits...), tt.wiring...)
+			dir := t.TempDir()
+			materialize(t, f, dir)
+			res := Path(dir, Options{}, bundle.Options{})
+			require.Empty(t, res.Errors)
+			var advice []string
+			for _, p := range res.Protection {
+				if p.Manager == result.ManagerOLMv0 {
+					advice = append(advice, p.Remedy)
+				}
+			}
+			for _, fd := range ofRule(res.Findings, "upgrade-not-held-olm-v0") {
+				advice = append(advice, fd.Message)
+			}
+			require.NotEmpty(t, advice)
+			for _, a := range advice {
+				assert.Contains(t, a, "--request-spec-path .spec.upgradeRequest "+dir, "the command names the field")
+				if tt.pruned {
+					assert.Contains(t, a, "RequestAck needs a CRD change: add upgradeRequest")
+					assert.Contains(t, a, "which prunes it today")
+				} else {
+					assert.NotContains(t, a, "CRD change")
+					assert.NotContains(t, a, "prunes")
+				}
+			}
+
+			// The rules on the command followed: the request at
+			// .spec.upgradeRequest is pruned exactly where the verdict
+			// said so.
+			followed := tt.crd
+			followed.edits = append(append([]edit{}, followed.edits...), annotation(requestAckSpec))
+			_, findings := edited(t, followed)
+			assert.Equal(t, tt.pruned, len(ofRule(findings, "handshake-path-missing")) > 0, "handshake-path-missing: %+v", ofRule(findings, "handshake-path-missing"))
+		})
+	}
+}
