@@ -57,7 +57,7 @@ func TestItem6NaiveDoesNotSetTheExitCodeUnderAll(t *testing.T) {
 	code, stdout, stderr := run(t, "simulate", "--policy", "all", tr)
 	assert.Equal(t, result.ExitOK, code, "naive alone must not fail the run:\n%s%s", stdout, stderr)
 	assert.Contains(t, stdout, "error unsafe-approval [naive, historical gate: not in the exit code] at step 1:", "naive's violation is still shown, marked")
-	assert.Contains(t, stdout, "note:      naive is OLM's gate before operator-lifecycle-manager PR 2160")
+	assert.Contains(t, stdout, "note:      naive is OLM's old gate (it ignores observedGeneration)")
 	assert.Contains(t, strings.Join(strings.Fields(stdout), " "), "1 violation (unsafe-approval 1), 1 of them the historical naive gate's (not in the exit code)")
 
 	_, sum := simulateSummary(t, "--policy", "all", tr)

@@ -60,9 +60,9 @@ having no OLM steps, they are judged as if OLM checked after every change.
 The status source and the CRD's generation rules come from --bundle, or from
 --crd and --source for operators deployed without OLM, or from the trace.
 
-Policies (docs/contract.md section 5): olm is OLM's isOperatorUpgradeable applied to
-the CR; strict allows only a fresh True; naive ignores observedGeneration,
-as OLM did before operator-lifecycle-manager PR 2160. A replay with
+Policies (docs/contract.md, "Gate policies"): olm is the check OLM makes
+on the OperatorCondition, applied to the CR; strict allows only a fresh
+True; naive ignores observedGeneration, as old OLM releases did. A replay with
 --policy all shows them side by side, and its exit code comes from the
 gates that ship, olm and strict (the contract's own): naive is the
 historical gate, its violations are shown, marked so, and do not set the
@@ -81,8 +81,12 @@ violation once with its shortest trace. --write-counterexamples writes
 those as StatusTraces that simulate replays to the same violation. With
 --bridge, or a --bundle whose CSV declares the bridge (annotation
 statuscheck.operatorframework.io/bridge), statuscheck bridge writes the
-OperatorCondition and OLM reads it; --faults adds the actors that broke the bridge (unknown, replica,
-restart, revert, recreate, other-writer, duplicate, stop, or all).`,
+OperatorCondition and OLM reads it; --faults adds what can go wrong
+around the bridge: the operator reporting Unknown on start-up (unknown), a
+second bridge replica (replica), a bridge restart (restart), GitOps putting
+the CR back (revert), the CR deleted and made again (recreate), the
+operator writing its own OperatorCondition (other-writer), a duplicate
+Upgradeable entry (duplicate), the bridge stopping (stop), or all.`,
 		Example: `  statuscheck simulate testdata/traces/seed.yaml --policy all
   statuscheck simulate --bundle bundle/ recorded.json
   statuscheck simulate --crd config/crd/bases/cool.yaml --source cool.operators.corp/v1beta1/CoolOperator/cool-operator audit.log
@@ -146,7 +150,7 @@ restart, revert, recreate, other-writer, duplicate, stop, or all).`,
 	fl.Var(f.failOn, "fail-on", "lowest severity that makes the exit code 1: error, warning or info")
 	fl.BoolVar(&f.explore, "explore", false, "search every interleaving of the lock protocol instead of replaying a trace")
 	fl.BoolVar(&f.bridge, "bridge", false, "statuscheck bridge writes the OperatorCondition and OLM reads it (today's OLM; a trace can say so itself with bridge: true)")
-	fl.StringVar(&f.faults, "faults", "", "--explore --bridge: `FAULTS`, the actors that broke the bridge, comma-separated: "+strings.Join(explore.FaultNames(), ", ")+", or all")
+	fl.StringVar(&f.faults, "faults", "", "--explore --bridge: `FAULTS`, what can go wrong around the bridge, comma-separated: "+strings.Join(explore.FaultNames(), ", ")+", or all")
 	fl.BoolVar(&f.startUp, "start-up", false, "--explore --bridge: start in the start-up window, where OLM has made the running version's OperatorCondition empty and its bridge has not written yet")
 	fl.IntVar(&f.depth, "depth", explore.DefaultDepth, "--explore: `N`, the most steps a trace may take")
 	fl.DurationVar(&f.timeout, "timeout", 0, "--explore: stop after this `DURATION` (0: no limit), reporting what was found")

@@ -86,7 +86,7 @@ func (t *Timeline) head(cols []string, widths []int) {
 func historicalNote(sum *simulate.Summary) string {
 	for _, p := range sum.Policies {
 		if simulate.Historical(p, sum.Primary) {
-			return fmt.Sprintf("%s is OLM's gate before operator-lifecycle-manager PR 2160 (it ignores observedGeneration), which no OLM ships: shown for comparison, its violations do not set the exit code", p)
+			return fmt.Sprintf("%s is OLM's old gate (it ignores observedGeneration), which no OLM ships now: shown for comparison, its violations do not set the exit code", p)
 		}
 	}
 	return ""

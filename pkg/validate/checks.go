@@ -226,7 +226,7 @@ func (ctx *Context) probed() *probeResults {
 }
 
 // statusWriteText describes probe 1 for messages.
-const statusWriteText = "the status write an operator makes with metav1.Condition (probe 1: each gated condition True, then False, with reason, message, lastTransitionTime and observedGeneration)"
+const statusWriteText = "the status write an operator makes with metav1.Condition (statuscheck writes each gated condition True, then False, with reason, message, lastTransitionTime and observedGeneration)"
 
 func checkCRDInvalid(ctx *Context) []Issue {
 	if !ctx.probable() {
@@ -302,11 +302,11 @@ func checkExampleInvalid(ctx *Context) []Issue {
 	var out []Issue
 	if r.exampleRefused != nil {
 		p := manifest.NewPath("metadata", "annotations").Key(r.exampleKey)
-		out = append(out, at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example of %s (probe 3, as the console creates it): %s", ctx.Source.Kind, r.exampleKey, r.exampleRefused.Error()))
+		out = append(out, at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example of %s (statuscheck creates it as the console does): %s", ctx.Source.Kind, r.exampleKey, r.exampleRefused.Error()))
 	}
 	for _, o := range r.othersRefused {
 		p := manifest.NewPath("metadata", "annotations").Key(o.example.Key)
-		out = append(out, at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example %s (probe 3, as the console creates it): %s", ctx.Source.Kind, o.example.Describe(), o.refusal.Error()))
+		out = append(out, at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example %s (statuscheck creates it as the console does): %s", ctx.Source.Kind, o.example.Describe(), o.refusal.Error()))
 	}
 	return out
 }
@@ -325,7 +325,7 @@ func checkConditionsSchema(ctx *Context) []Issue {
 	case !r.conditionsKept:
 		where.Message = fmt.Sprintf("%s comes back without status.conditions: the apiserver prunes them, because version %s of CRD %s does not describe them; the gate has no conditions to read", statusWriteText, ctx.Version.Name, ctx.CRD.Name())
 	case r.anyConditions:
-		where.Message = fmt.Sprintf("the apiserver keeps any value of status.conditions (probe 1 wrote a string and got it back): version %s of CRD %s does not describe the conditions (unknown fields are kept), so status.conditions cannot be verified", ctx.Version.Name, ctx.CRD.Name())
+		where.Message = fmt.Sprintf("the apiserver keeps any value of status.conditions (a string written there comes back): version %s of CRD %s does not describe the conditions (unknown fields are kept), so status.conditions cannot be verified", ctx.Version.Name, ctx.CRD.Name())
 		where.Severity = sev(result.Warning)
 	default:
 		return nil
@@ -378,7 +378,7 @@ func checkListType(ctx *Context) []Issue {
 			desc = fmt.Sprintf("is a map list keyed by %v, not by type", node.XListMapKeys)
 		}
 	}
-	return []Issue{atKey(ctx.CRD.Doc, p, "the apiserver accepts two %s conditions in one status (probe 1 wrote True and False): status.conditions of CRD %s version %s %s, and OLM reads only the first",
+	return []Issue{atKey(ctx.CRD.Doc, p, "the apiserver accepts two %s conditions in one status (a status write holding both, True and False, is accepted): status.conditions of CRD %s version %s %s, and OLM reads only the first",
 		contract.ConditionUpgradeable, ctx.CRD.Name(), ctx.Version.Name, desc)}
 }
 
@@ -568,13 +568,13 @@ func checkHandshakePaths(ctx *Context) []Issue {
 	if h.Request != nil && h.Request.SpecPath != "" && r.tokenTypeError("request.specPath") == nil {
 		switch {
 		case r.requestRefused != nil:
-			out = append(out, issue("handshake.request.specPath", "the apiserver refuses a token at %s of CRD %s version %s (probe 2, the handshake request): %s", h.Request.SpecPath, ctx.CRD.Name(), ctx.Version.Name, r.requestRefused.Error()))
+			out = append(out, issue("handshake.request.specPath", "the apiserver refuses a token at %s of CRD %s version %s (statuscheck's test write of the handshake request): %s", h.Request.SpecPath, ctx.CRD.Name(), ctx.Version.Name, r.requestRefused.Error()))
 		case !r.requestKept:
-			out = append(out, issue("handshake.request.specPath", "a token written at %s comes back without it (probe 2, the handshake request): CRD %s version %s prunes the field", h.Request.SpecPath, ctx.CRD.Name(), ctx.Version.Name))
+			out = append(out, issue("handshake.request.specPath", "a token written at %s comes back without it (statuscheck's test write of the handshake request): CRD %s version %s prunes the field", h.Request.SpecPath, ctx.CRD.Name(), ctx.Version.Name))
 		}
 	}
 	if h.Ack != nil && h.Ack.StatusPath != "" && r.statusRefused == nil && !r.ackKept && r.tokenTypeError("ack.statusPath") == nil {
-		out = append(out, issue("handshake.ack.statusPath", "a token echoed at %s comes back without it (probe 1, the status write): CRD %s version %s prunes the field", h.Ack.StatusPath, ctx.CRD.Name(), ctx.Version.Name))
+		out = append(out, issue("handshake.ack.statusPath", "a token echoed at %s comes back without it (statuscheck's test status write): CRD %s version %s prunes the field", h.Ack.StatusPath, ctx.CRD.Name(), ctx.Version.Name))
 	}
 	return out
 }

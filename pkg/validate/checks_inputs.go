@@ -245,7 +245,7 @@ func unverifiedObservedGeneration(ctx *Context, r *probeResults, where manifest.
 		also = "; status.observedGeneration alone satisfies only the strict policy"
 	}
 	is := atKey(ctx.CRD.Doc, where,
-		"the apiserver keeps any value of the condition's observedGeneration (probe 1 wrote an object there and got it back): version %s of CRD %s does not describe it, and keeps it only because %s, so the CRD keeps every unknown field; pruned, as with spec.preserveUnknownFields false (every apiextensions.k8s.io/v1 CRD created today), it is dropped and OLM's gate would never open, so whether an outdated %s=True can be told from a fresh one cannot be verified%s",
+		"the apiserver keeps any value of the condition's observedGeneration (an object written there comes back): version %s of CRD %s does not describe it, and keeps it only because %s, so the CRD keeps every unknown field; pruned, as with spec.preserveUnknownFields false (every apiextensions.k8s.io/v1 CRD created today), it is dropped and OLM's gate would never open, so whether an outdated %s=True can be told from a fresh one cannot be verified%s",
 		ctx.Version.Name, ctx.CRD.Name(), why, contract.ConditionUpgradeable, also)
 	is.Severity = sev(result.Warning)
 	return []Issue{is}

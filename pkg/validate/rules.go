@@ -58,7 +58,7 @@ func Rules() []Rule {
 			ID:          "status-source-invalid",
 			Severity:    result.Error,
 			Summary:     "The status-source annotation is not a JSON object, lacks a required field, has an unknown field or a value out of range.",
-			Remediation: `Write one JSON object: {"apiVersion":"GROUP/VERSION","kind":"KIND","name":"NAME"} plus the optional namespace, conditions, whenAbsent and handshake fields of docs/contract.md section 2.`,
+			Remediation: `Write one JSON object: {"apiVersion":"GROUP/VERSION","kind":"KIND","name":"NAME"} plus the optional namespace, conditions, whenAbsent and handshake fields (docs/contract.md, "The CSV annotation").`,
 			Check:       checkInvalid,
 		},
 		{
@@ -142,7 +142,7 @@ func Rules() []Rule {
 			ID:          "condition-type-spelling",
 			Severity:    result.Warning,
 			Summary:     "A condition type is a near miss of Upgradeable (Upgradable, upgradeable, ...), which OLM would never read.",
-			Remediation: "Spell the condition type Upgradeable, as operatorsv1.Upgradeable does.",
+			Remediation: "Spell the condition type Upgradeable, exactly as OLM reads it.",
 			Check:       checkSpelling,
 		},
 		{
@@ -176,7 +176,7 @@ func Rules() []Rule {
 		{
 			ID:          "status-rbac-install-mode",
 			Severity:    result.Error,
-			Summary:     "The operator's permission to write the status source's <plural>/status is only in the install strategy's permissions, which OLM v0 makes Roles in the install and target namespaces and ClusterRoles only under AllNamespaces (operator-lifecycle-manager operatorgroup.go: ensureTenantRBAC, ensureRBACInTargetNamespace; docs/contract.md section 3), and an install mode the CSV supports leaves the status source out of reach: a cluster-scoped kind under OwnNamespace, SingleNamespace or MultiNamespace (an error), or a pinned namespace that only OwnNamespace can target (a warning).",
+			Summary:     "The operator's permission to write the status source's <plural>/status is only in the install strategy's permissions, which OLM v0 makes Roles in the install and target namespaces and ClusterRoles only under AllNamespaces (docs/contract.md, \"Where the operator may write its CR\"), and an install mode the CSV supports leaves the status source out of reach: a cluster-scoped kind under OwnNamespace, SingleNamespace or MultiNamespace (an error), or a pinned namespace that only OwnNamespace can target (a warning).",
 			Remediation: "Move the rule granting <plural>/status to clusterPermissions, or support only the install modes under which it reaches the CR (for a cluster-scoped kind, AllNamespaces); for a pinned namespace, leave the namespace out of the annotation.",
 			Check:       checkInstallModeRBAC,
 		},
@@ -219,7 +219,7 @@ func Rules() []Rule {
 			ID:          "bridge-rbac-missing",
 			Severity:    result.Error,
 			Summary:     "The declared bridge's service account lacks a permission the bridge needs: get, watch (patch under RequestAck) on the status source, by name; list and watch on CSVs under RequestAck; get on the running CSV when its container does not set STATUSCHECK_STATUS_SOURCE from the downward API; create on tokenreviews and subjectaccessreviews with --metrics-secure. OLM grants the OperatorCondition itself.",
-			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the missing rules to the deployment's service account, by name; clusterPermissions for a cluster-scoped kind or a pinned namespace, unless AllNamespaces is the only install mode (OLM then makes permissions ClusterRoles: operatorgroup.go ensureSingletonRBAC).",
+			Remediation: "Run `statuscheck generate --bridge IMAGE -w BUNDLE`, which adds the missing rules to the deployment's service account, by name; clusterPermissions for a cluster-scoped kind or a pinned namespace, unless AllNamespaces is the only install mode (OLM then makes permissions ClusterRoles).",
 			Check:       checkBridgeRBAC,
 		},
 		{

@@ -291,7 +291,7 @@ func checkNotHeldOLMv0(ctx *Context) []Issue {
 		fix = "first fix " + strings.Join(ctx.staticErrors, ", ") + " (see their findings): until then a bridge would copy a condition OLM cannot use"
 	}
 	return []Issue{at(ctx.CSV.Doc, AnnotationPath,
-		"OLM v0 does not hold this upgrade: it gates the replacement of CSV %q on its OperatorCondition only (isOperatorUpgradeable, operator-lifecycle-manager pkg/controller/operators/olm/operatorconditions.go) and does not read %s, and nothing writes the OperatorCondition from %s %q: no bridge is declared (%s) and the handshake is %s, so OLM replaces the operator whatever the CR says; %s",
+		"OLM v0 does not hold this upgrade: it gates the replacement of CSV %q on its OperatorCondition only and does not read %s, and nothing writes the OperatorCondition from %s %q: no bridge is declared (%s) and the handshake is %s, so OLM replaces the operator whatever the CR says; %s",
 		ctx.CSV.Obj.Name, v1alpha1.AnnotationKey, ctx.Source.Kind, ctx.Source.Name, sidecar.AnnotationKey, ctx.Source.Mode(), fix)}
 }
 
