@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/statuscheck/statuscheck/pkg/apiserver"
@@ -195,6 +196,7 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 could not run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetUsageTemplate(wrappedUsage(root.UsageTemplate()))
 	root.AddCommand(a.validateCommand(), a.generateCommand(), a.simulateCommand(), a.rulesCommand(), a.versionCommand())
 	root.AddCommand(a.clusterCommands()...)
 	// cobra's own completion command: bash, zsh, fish and powershell. Its
@@ -210,6 +212,22 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 could not run.`,
 		}
 	}
 	return root
+}
+
+// helpWidth is the column the flags' descriptions in --help wrap at: a
+// terminal of 100 columns shows each line whole.
+const helpWidth = 100
+
+func init() {
+	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(helpWidth) })
+}
+
+// wrappedUsage is cobra's usage template with the flags' descriptions
+// wrapped at helpWidth (pflag's FlagUsagesWrapped) instead of one line
+// each, however long.
+func wrappedUsage(tmpl string) string {
+	return strings.NewReplacer("{{.LocalFlags.FlagUsages", "{{wrappedFlagUsages .LocalFlags",
+		"{{.InheritedFlags.FlagUsages", "{{wrappedFlagUsages .InheritedFlags").Replace(tmpl)
 }
 
 // completionShells makes cobra's completion command refuse a shell it
@@ -245,6 +263,16 @@ func orList(words []string) string {
 type enumFlag struct {
 	value   string
 	allowed []string
+	// name is what --help shows for the value when the values, joined,
+	// would widen the flags' column past reading (named).
+	name string
+}
+
+// named sets the value's name in --help: the values are listed in the
+// flag's description.
+func (e *enumFlag) named(name string) *enumFlag {
+	e.name = name
+	return e
 }
 
 func newEnum(def string, allowed ...string) *enumFlag {
@@ -252,7 +280,15 @@ func newEnum(def string, allowed ...string) *enumFlag {
 }
 
 func (e *enumFlag) String() string { return e.value }
-func (e *enumFlag) Type() string   { return strings.Join(e.allowed, "|") }
+
+// Type is what --help shows after the flag's name: its values (a|b|c),
+// or its name when it has one.
+func (e *enumFlag) Type() string {
+	if e.name != "" {
+		return e.name
+	}
+	return strings.Join(e.allowed, "|")
+}
 func (e *enumFlag) Set(v string) error {
 	for _, a := range e.allowed {
 		if v == a {

@@ -302,3 +302,23 @@ func TestValidateTextReads(t *testing.T) {
 	assert.Contains(t, stdout, "\nSaid once for the bundles above that point here:\n")
 	assert.Equal(t, 1, strings.Count(stdout, "    to fix: Put every object in a file of its own."), "a remediation under its rule's first finding")
 }
+
+// TestHelpFitsATerminal: every command's --help fits a terminal of 100
+// columns (helpWidth): the flags' descriptions wrap under their column,
+// and an enum flag with many values shows a name (FORMAT), its values
+// listed in its description.
+// An example command line is the one thing left whole, to paste.
+func TestHelpFitsATerminal(t *testing.T) {
+	for _, c := range [][]string{{}, {"validate"}, {"generate"}, {"simulate"}, {"rules"}, {"version"}, {"completion"}} {
+		t.Run(strings.Join(append([]string{"statuscheck"}, c...), " "), func(t *testing.T) {
+			code, stdout, stderr := run(t, append(c, "--help")...)
+			require.Equal(t, 0, code, stderr)
+			for _, line := range strings.Split(stdout, "\n") {
+				if strings.HasPrefix(strings.TrimSpace(line), "statuscheck ") {
+					continue
+				}
+				assert.LessOrEqual(t, len(line), helpWidth, "%q", line)
+			}
+		})
+	}
+}

@@ -68,7 +68,7 @@ func TestWording(t *testing.T) {
 	assert.NotContains(t, stdout, " 1 steps")
 	_, help, _ := run(t, "simulate", "--help")
 	assert.Contains(t, help, "GROUP/VERSION/KIND[/NAMESPACE]/NAME")
-	assert.Contains(t, help, "--explore writes text or json")
+	assert.Contains(t, strings.Join(strings.Fields(help), " "), "--explore writes text or json", "wrapped at helpWidth")
 	_, help, _ = run(t, "validate", "--help")
 	assert.Contains(t, strings.Join(strings.Fields(help), " "), "manifest-result and scorecard exit 0 with findings")
 	for _, args := range [][]string{{"validate", "testdata/bundles/good"}, {"simulate", "testdata/traces/seed.yaml"}} {

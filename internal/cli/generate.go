@@ -32,7 +32,7 @@ func (a *app) generateCommand() *cobra.Command {
 		bridgeDeployment   string
 		bridgeSecure       bool
 		whenAbsent         = newEnum("Allow", "Allow", "Block")
-		handshake          = newEnum("None", "None", "OperatorCondition", "RequestAck")
+		handshake          = newEnum("None", "None", "OperatorCondition", "RequestAck").named("MODE")
 		output             = newEnum("yaml", "yaml", "patch")
 		guards             guardFlags
 	)

@@ -41,7 +41,7 @@ type simulateFlags struct {
 func (a *app) simulateCommand() *cobra.Command {
 	f := simulateFlags{
 		policy: newEnum("olm", "olm", "strict", "naive", "all"),
-		format: newEnum("auto", "auto", "trace", "snapshots", "audit"),
+		format: newEnum("auto", "auto", "trace", "snapshots", "audit").named("FORMAT"),
 		output: newEnum("text", "text", "json", "html"),
 		failOn: newEnum("error", "error", "warning", "info"),
 	}

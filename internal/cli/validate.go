@@ -16,7 +16,7 @@ import (
 )
 
 func (a *app) validateCommand() *cobra.Command {
-	output := newEnum("text", "text", "json", "sarif", "junit", "manifest-result", "scorecard")
+	output := newEnum("text", "text", "json", "sarif", "junit", "manifest-result", "scorecard").named("FORMAT")
 	failOn := newEnum("error", "error", "warning", "info")
 	var opts validate.Options
 	var guardFiles []string
