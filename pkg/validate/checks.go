@@ -29,7 +29,7 @@ func checkMissing(ctx *Context) []Issue {
 		if errs := candidateErrors(ctx, obj); len(errs) > 0 {
 			msg += fmt.Sprintf("; its initialization resource %s %q cannot be the status source as the bundle stands (generate refuses it: %s)", obj.Kind, obj.Name, strings.Join(errs, ", "))
 		} else {
-			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (`statuscheck generate -w %s` derives it)", obj.Kind, obj.Name, ctx.bundleArg())
+			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (`statuscheck generate -w --bridge IMAGE %s` derives the status source from it and adds the bridge OLM v0 needs; IMAGE is the statuscheck image your cluster pulls)", obj.Kind, obj.Name, ctx.bundleArg())
 		}
 	}
 	is := atKey(ctx.CSV.Doc, manifest.NewPath("metadata", "annotations"), "%s", msg)

@@ -544,3 +544,22 @@ func TestItem4NeverUpgradeableIsAnError(t *testing.T) {
 	rep := result.Report{Bundles: []result.Bundle{res}}
 	assert.Equal(t, result.ExitFindings, rep.ExitCode(result.Error))
 }
+
+// TestMissingSourceSuggestsWhatItsFixDoes: the finding's message for a
+// CSV whose initialization resource is a candidate names the command its
+// remediation names, the bridge included: generate without --bridge
+// writes the annotation alone, and validate then says OLM v0 does not
+// hold the upgrade.
+func TestMissingSourceSuggestsWhatItsFixDoes(t *testing.T) {
+	res := Path(filepath.Join(testdata, "rules", "status-source-missing", "fail"), Options{}, bundle.Options{})
+	var found bool
+	for _, f := range res.Findings {
+		if f.Rule != "status-source-missing" {
+			continue
+		}
+		found = true
+		assert.Contains(t, f.Message, "`statuscheck generate -w --bridge IMAGE ")
+		assert.Contains(t, f.Remediation, "generate -w --bridge IMAGE")
+	}
+	require.True(t, found)
+}
