@@ -239,8 +239,8 @@ func Rules() []Rule {
 		{
 			ID:          RuleNotHeldOLMv0,
 			Severity:    result.Error,
-			Summary:     "The CSV declares a status source, but on OLM v0, which gates a CSV's replacement on its OperatorCondition only and does not read the annotation, nothing writes the OperatorCondition from the CR: no bridge is declared and the handshake is not OperatorCondition, so OLM replaces the operator whatever the CR says.",
-			Remediation: "Declare what carries the CR's condition to OLM: `statuscheck generate -w --bridge IMAGE BUNDLE` adds statuscheck bridge as a sidecar, or the operator writes its OperatorCondition itself (operator-lib's conditions) and `statuscheck generate -w --handshake OperatorCondition BUNDLE` declares it.",
+			Summary:     "The CSV declares a status source, but on OLM v0, which gates a CSV's replacement on its OperatorCondition only and does not read the annotation, nothing writes the OperatorCondition from the CR: no bridge is declared and the handshake is not OperatorCondition, so OLM replaces the operator whatever the CR says. In JUnit, SARIF, scorecard and operator-sdk's output, OLM v0's verdict of no for any other reason (a status source that cannot work as declared, or warnings that put the gate in doubt) is reported under this rule too, with the verdict's reason.",
+			Remediation: "Declare what carries the CR's condition to OLM: `statuscheck generate -w --bridge IMAGE BUNDLE` adds statuscheck bridge as a sidecar, or the operator writes its OperatorCondition itself (operator-lib's conditions) and `statuscheck generate -w --handshake OperatorCondition BUNDLE` declares it. For the verdict's other reasons, fix the findings it names.",
 			Check:       checkNotHeldOLMv0,
 			Verdict:     true,
 		},
