@@ -322,3 +322,26 @@ func TestHelpFitsATerminal(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsDocShowsWhatValidatePrints: docs/commands.md shows the text
+// validate prints for the protected example bundle; it is that output,
+// byte for byte (-update rewrites it there).
+func TestCommandsDocShowsWhatValidatePrints(t *testing.T) {
+	const prompt = "$ statuscheck validate testdata/bundles/protected\n"
+	path := filepath.Join(repoRoot, "docs", "commands.md")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := string(data)
+	start := strings.Index(doc, prompt)
+	require.GreaterOrEqual(t, start, 0, "docs/commands.md shows %q", prompt)
+	start += len(prompt)
+	end := strings.Index(doc[start:], "```")
+	require.GreaterOrEqual(t, end, 0)
+	code, stdout, stderr := run(t, "validate", "testdata/bundles/protected")
+	require.Equal(t, 0, code, stderr)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(doc[:start]+stdout+doc[start+end:]), 0o644))
+		return
+	}
+	assert.Equal(t, stdout, doc[start:start+end], "docs/commands.md's example output (go test ./internal/cli -run TestCommandsDocShowsWhatValidatePrints -update)")
+}
