@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
@@ -21,30 +19,13 @@ func TestHelpTextIsPlain(t *testing.T) {
 	root := Command(&out, &errb, Options{})
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
-	check := func(where, text string) {
-		t.Helper()
-		if hits := testutil.InternalText(text); hits != nil {
-			t.Errorf("%s names internals or history %q:\n%s", where, hits, text)
-		}
-	}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		name := c.CommandPath()
-		check(name+": Short", c.Short)
-		check(name+": Long", c.Long)
-		check(name+": Example", c.Example)
-		visit := func(f *pflag.Flag) { check(name+" --"+f.Name, f.Usage) }
-		c.LocalFlags().VisitAll(visit)
-		c.PersistentFlags().VisitAll(visit)
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
+	testutil.PlainHelp(t, root)
 
 	for _, format := range []string{"text", "json", "markdown"} {
 		code, stdout, stderr := run(t, "rules", "-o", format)
 		require.Equal(t, 0, code, stderr)
-		check("rules -o "+format, stdout)
+		if hits := testutil.InternalText(stdout); hits != nil {
+			t.Errorf("rules -o %s names internals or history %q", format, hits)
+		}
 	}
 }

@@ -1,6 +1,12 @@
 package testutil
 
-import "regexp"
+import (
+	"regexp"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
 
 // internalText are the forms that do not belong in what statuscheck
 // prints for its users (rule texts, --help, finding messages): issue and
@@ -48,4 +54,27 @@ func InternalText(text string) []string {
 		}
 	}
 	return out
+}
+
+// PlainHelp fails t where the help of c or a command under it (its short
+// and long text, examples and flag usages) names internals or history
+// (InternalText).
+func PlainHelp(t testing.TB, c *cobra.Command) {
+	t.Helper()
+	check := func(where, text string) {
+		t.Helper()
+		if hits := InternalText(text); hits != nil {
+			t.Errorf("%s names internals or history %q:\n%s", where, hits, text)
+		}
+	}
+	name := c.CommandPath()
+	check(name+": Short", c.Short)
+	check(name+": Long", c.Long)
+	check(name+": Example", c.Example)
+	visit := func(f *pflag.Flag) { check(name+" --"+f.Name, f.Usage) }
+	c.LocalFlags().VisitAll(visit)
+	c.PersistentFlags().VisitAll(visit)
+	for _, sub := range c.Commands() {
+		PlainHelp(t, sub)
+	}
 }
