@@ -343,14 +343,14 @@ func JUnit(w io.Writer, rep *result.Report, rules []validate.Rule, failOn result
 				}
 			}
 			if len(failing) > 0 {
-				summary := r.Summary
+				summary, remediation := r.Summary, r.Remediation
 				if r.ID == validate.RuleNotHeldOLMv0 {
-					// The verdict's own reason: the rule's summary says one
+					// The verdict's own reason and remedy: the rule's say one
 					// of the reasons it can be "no".
-					summary = byRule[r.ID][0].Message
+					summary, remediation = byRule[r.ID][0].Message, byRule[r.ID][0].Remediation
 				}
 				tc.Failure = &junitFailure{Message: fmt.Sprintf("%d finding(s): %s", len(failing), summary), Type: r.ID,
-					Text: strings.Join(failing, "\n") + "\nremediation: " + r.Remediation}
+					Text: strings.Join(failing, "\n") + "\nremediation: " + remediation}
 				suite.Failures++
 			}
 			if len(other) > 0 {

@@ -321,6 +321,7 @@ func TestVerdictNoFailsEveryPipelineFormat(t *testing.T) {
 				Name    string `xml:"name,attr"`
 				Failure *struct {
 					Message string `xml:"message,attr"`
+					Text    string `xml:",chardata"`
 				} `xml:"failure"`
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
@@ -331,6 +332,7 @@ func TestVerdictNoFailsEveryPipelineFormat(t *testing.T) {
 		if c.Name == validate.RuleNotHeldOLMv0 {
 			require.NotNil(t, c.Failure, "junit: the verdict's testcase fails")
 			assert.Contains(t, c.Failure.Message, "the gate may not hold as declared")
+			assert.Contains(t, c.Failure.Text, "remediation: fix the warnings", "the verdict's remedy, not the rule's")
 		} else {
 			assert.Nil(t, c.Failure, "junit: %s", c.Name)
 		}
