@@ -397,14 +397,18 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 	reserved := &v1alpha1.StatusSource{Handshake: &v1alpha1.Handshake{Mode: v1alpha1.HandshakeRequestAck,
 		Request: &v1alpha1.HandshakeRequest{SpecPath: reservedRequestPath}}}
 	if tokens, errs := ctx.Version.HandshakeTokens(reserved); len(errs) == 0 {
-		// Whether the field is kept is the apiserver's pruning alone, as
-		// it stores the object (Stored): an update through the strategy
-		// would run the CRD's CEL rules too, a fifth of a large CRD's
-		// probes, for a field no rule writes yet.
+		// Kept as handshake-path-missing will decide once the command is
+		// followed: through an update (requestProbe), which the schema's
+		// validation may refuse (a spec of one property at most, a CEL
+		// rule). Where the pruning drops it already (Stored: the
+		// apiserver's pruning as it stores the object), no update can keep
+		// it, and none runs: an update validates the whole object, the
+		// CRD's CEL rules included.
 		path := v1alpha1.FieldPath(reservedRequestPath)
 		if out, err := res.Stored(jsonobj.MergePatch(base, jsonobj.NestedPatch(path, tokens.RequestValue("1")))); err == nil {
-			v, ok, _ := unstructured.NestedFieldNoCopy(out, path...)
-			r.reservedKept = ok && fmt.Sprint(v) == "1"
+			if v, ok, _ := unstructured.NestedFieldNoCopy(out, path...); ok && fmt.Sprint(v) == "1" {
+				_, r.reservedKept = requestProbe(res, base, reservedRequestPath, tokens)
+			}
 		}
 	}
 	return r

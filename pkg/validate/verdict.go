@@ -263,19 +263,18 @@ func (ctx *Context) requestField() (field, change string) {
 			}
 		}
 	}
-	if _, declared := ctx.Version.TypeAt(v1alpha1.FieldPath(field)); declared {
-		return field, ""
-	}
 	if r := ctx.probed(); r == nil || r.reservedKept {
-		// Kept as the CRD stands (RequestAck can use it undeclared), or
-		// nothing shows it is pruned.
+		// Kept as the CRD stands (declared, or undeclared where the CRD
+		// keeps unknown fields), or nothing shows it is not: the probe,
+		// not the schema, decides, since a field the schema keeps may
+		// still be refused (a spec of one property at most, a CEL rule).
 		return field, ""
 	}
 	crdName := ""
 	if ctx.CRD != nil {
 		crdName = " of CRD " + ctx.CRD.Name() + " version " + ctx.Version.Name
 	}
-	return field, fmt.Sprintf("RequestAck needs a CRD change: add %s (type: string; a field of its own, which only OLM writes and the operator only reads to answer) to the spec schema%s, which prunes it today, and have the operator defer new work while it differs from the last request it answered", crd.ReservedRequestName, crdName)
+	return field, fmt.Sprintf("RequestAck needs a CRD change: add %s (type: string; a field of its own, which only OLM writes and the operator only reads to answer) to the spec schema%s, which does not keep it today, and have the operator defer new work while it differs from the last request it answered", crd.ReservedRequestName, crdName)
 }
 
 func checkNotHeldOLMv0(ctx *Context) []Issue {

@@ -43,6 +43,10 @@ func TestVerdictAsksForTheRequestFieldOnlyWhereItIsPruned(t *testing.T) {
 	}{
 		{name: "v1, the field declared", crd: fixture{}},
 		{name: "v1, no such field", crd: fixture{edits: []edit{{crdFile, declared, ""}}}, pruned: true},
+		// Kept by the pruning, refused by the schema's validation: the
+		// update a request is, not the pruning alone, decides.
+		{name: "v1, unknown fields kept but one property at most", crd: fixture{edits: []edit{{crdFile, declared, ""},
+			{crdFile, "          spec:\n            type: object\n", "          spec:\n            type: object\n            x-kubernetes-preserve-unknown-fields: true\n            maxProperties: 1\n"}}}, pruned: true},
 		{name: "v1beta1, preserveUnknownFields not set (defaulted to true)", crd: v1beta1(v1beta1CRD)},
 		{name: "v1beta1, preserveUnknownFields true", crd: v1beta1(keeping)},
 		{name: "v1beta1, preserveUnknownFields false", crd: v1beta1(pruning), pruned: true},
@@ -71,7 +75,7 @@ func TestVerdictAsksForTheRequestFieldOnlyWhereItIsPruned(t *testing.T) {
 				assert.Contains(t, a, "--request-spec-path .spec.upgradeRequest "+dir, "the command names the field")
 				if tt.pruned {
 					assert.Contains(t, a, "RequestAck needs a CRD change: add upgradeRequest")
-					assert.Contains(t, a, "which prunes it today")
+					assert.Contains(t, a, "which does not keep it today")
 				} else {
 					assert.NotContains(t, a, "CRD change")
 					assert.NotContains(t, a, "prunes")
