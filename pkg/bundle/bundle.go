@@ -91,6 +91,11 @@ const (
 	CodeSymlink         = "bundle-symlink-escape"
 )
 
+// Codes lists every problem code: what the loader finds wrong with the
+// files and the format OLM loads a bundle in, not with the status source.
+var Codes = []string{CodeParse, CodeLimit, CodeCSVMissing, CodeMultipleCSVs, CodeUnsupportedKind,
+	CodeMultiDocument, CodeMetadataMissing, CodeMetadataInvalid, CodeLayout, CodeSymlink}
+
 // Problem is something wrong with the bundle's files or format.
 type Problem struct {
 	Code    string

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/guard"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
@@ -49,27 +50,46 @@ const guardLimits = "not held still: an upgrade that renames the Deployment, del
 const hookLimits = "it holds only the tool that runs the hook (Helm, Argo CD): another apply of the new manifests goes past it"
 
 // olmOnlyRules judge only what OLM or its console reads, or the bridge
-// that writes OLM's OperatorCondition: the CSV's owned kinds, the install
-// modes OLM makes Roles from, the handshake's request (only OLM writes
-// one), the bridge, alm-examples and the initialization resource. The
-// guards read the CR's condition themselves, so these errors and doubts
-// leave them held; every other rule before the verdict's judges the CR,
-// its CRD or what the operator writes to it, which they read as OLM's gate
-// does.
-var olmOnlyRules = []string{"status-source-not-owned", "status-rbac-install-mode",
+// that writes OLM's OperatorCondition: the CSV's owned kinds and its
+// install strategy's RBAC (without OLM the operator's own manifests grant
+// it), the install modes OLM makes Roles from, the handshake's request
+// (only OLM writes one), the bridge, the console's alm-examples and
+// initialization resource. The guards read the CR's condition themselves,
+// so these errors and doubts leave them held; so do the bundle format's
+// (bundle.Codes: the files as OLM loads them). Every other rule before
+// the verdict's judges the CR, its CRD or what the operator writes to it,
+// which they read as OLM's gate does.
+var olmOnlyRules = []string{"status-source-not-owned", "status-rbac-install-mode", "status-rbac-missing",
 	"handshake-request-not-observable", "handshake-path-missing", "handshake-request-not-reserved",
 	"bridge-container-missing", "bridge-rbac-missing", "bridge-operatorcondition-handshake",
-	"alm-examples-invalid", "initialization-resource-mismatch"}
+	"alm-examples-invalid", "initialization-resource-mismatch", "status-source-example-invalid"}
+
+// guardSide says whether a rule's error or doubt bears on the guards
+// (guardDoubt). conditions-observedgeneration-missing does only where
+// status.observedGeneration is pruned too: the guards fall back to it
+// (pkg/guard's FreshTrueExpression and malformed: the condition's own,
+// else status.observedGeneration), and OLM's gate does not.
+func (ctx *Context) guardSide(rule string) bool {
+	switch {
+	case slices.Contains(olmOnlyRules, rule), slices.Contains(bundle.Codes, rule):
+		return false
+	case rule == "conditions-observedgeneration-missing":
+		r := ctx.probed()
+		return r == nil || !r.statusOGKept
+	}
+	return true
+}
 
 // guardDoubt says why a guard that reads the CR's condition may not hold
 // what it holds: the errors that stop the status source from working, or
 // the warnings that put the CR in doubt (doubtRules), as OLM v0's verdict
-// says them, but those of olmOnlyRules. "" when nothing does.
+// says them, but those that bear on OLM alone (guardSide). "" when
+// nothing does.
 func (ctx *Context) guardDoubt() (why, remedy string) {
 	crSide := func(rules []string) []string {
 		var out []string
 		for _, r := range rules {
-			if !slices.Contains(olmOnlyRules, r) {
+			if ctx.guardSide(r) {
 				out = append(out, r)
 			}
 		}

@@ -114,6 +114,19 @@ func TestGuardsShareTheCRsDoubts(t *testing.T) {
 		{name: "the console's examples broken", file: csvName,
 			old: `"spec": {"storageLayer": "PostgreSQL"}}]`, new: `"spec": {"storageLayer": "PostgreSQL"}}`,
 			finding: "alm-examples-invalid", held: true},
+		// The guards fall back to status.observedGeneration, which the
+		// CRD keeps: only OLM's gate, which reads the condition's own,
+		// never opens.
+		{name: "the condition's observedGeneration pruned, status's kept", file: crdName,
+			old: "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", new: "",
+			finding: "conditions-observedgeneration-missing", held: true},
+		{name: "the console's example refused", file: csvName,
+			old:     `'{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`,
+			new:     `'{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "Oracle"}}'`,
+			finding: "status-source-example-invalid", held: true},
+		{name: "a manifest OLM's bundle format refuses", file: "manifests/webhook.deployment.yaml",
+			new:     "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: webhook\nspec:\n  selector:\n    matchLabels: {app: webhook}\n  template:\n    metadata:\n      labels: {app: webhook}\n    spec:\n      containers:\n      - name: webhook\n        image: quay.io/cool/webhook:v1\n",
+			finding: "bundle-unsupported-kind", held: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,8 +134,12 @@ func TestGuardsShareTheCRsDoubts(t *testing.T) {
 			require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
 			p := filepath.Join(dir, tt.file)
 			data, err := os.ReadFile(p)
-			require.NoError(t, err)
-			require.Contains(t, string(data), tt.old)
+			if tt.old == "" {
+				require.ErrorIs(t, err, os.ErrNotExist, "a new file")
+			} else {
+				require.NoError(t, err)
+				require.Contains(t, string(data), tt.old)
+			}
 			require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(data), tt.old, tt.new, 1)), 0o644))
 			b, err := bundle.Load(dir, bundle.Options{})
 			require.NoError(t, err)
