@@ -345,3 +345,36 @@ func TestCommandsDocShowsWhatValidatePrints(t *testing.T) {
 	}
 	assert.Equal(t, stdout, doc[start:start+end], "docs/commands.md's example output (go test ./internal/cli -run TestCommandsDocShowsWhatValidatePrints -update)")
 }
+
+// TestFollowingTheMissingSourcesCommandHoldsTheUpgrade: the command
+// status-source-missing gives for a candidate initialization resource,
+// run as written (IMAGE replaced), leaves a bundle whose upgrade OLM v0
+// holds: validate exits 0 and says so.
+func TestFollowingTheMissingSourcesCommandHoldsTheUpgrade(t *testing.T) {
+	dir := copyTree(t, "testdata/bundles/rules/status-source-missing/fail")
+	_, stdout, _ := run(t, "validate", "-o", "json", dir)
+	var rep struct {
+		Bundles []result.Bundle `json:"bundles"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Len(t, rep.Bundles, 1)
+	var command string
+	for _, f := range rep.Bundles[0].Findings {
+		if f.Rule == "status-source-missing" {
+			_, after, ok := strings.Cut(f.Message, "run `")
+			require.True(t, ok, f.Message)
+			command, _, _ = strings.Cut(after, "`")
+		}
+	}
+	require.NotEmpty(t, command, "the finding names a command")
+	args := strings.Fields(strings.Replace(command, "IMAGE", "quay.io/statuscheck/statuscheck:v0.1.0", 1))
+	require.Equal(t, []string{"statuscheck", "generate"}, args[:2])
+	code, _, stderr := run(t, args[1:]...)
+	require.Equal(t, 0, code, "%s: %s", command, stderr)
+
+	code, stdout, stderr = run(t, "validate", "-o", "json", dir)
+	assert.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	held, _ := rep.Bundles[0].OLMv0()
+	assert.True(t, held.Held, "OLM v0: %s", held.Reason)
+}

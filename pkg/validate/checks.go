@@ -29,7 +29,11 @@ func checkMissing(ctx *Context) []Issue {
 		if errs := candidateErrors(ctx, obj); len(errs) > 0 {
 			msg += fmt.Sprintf("; its initialization resource %s %q cannot be the status source as the bundle stands (generate refuses it: %s)", obj.Kind, obj.Name, strings.Join(errs, ", "))
 		} else {
-			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate (`statuscheck generate -w --bridge IMAGE %s` derives the status source from it and adds the bridge OLM v0 needs; IMAGE is the statuscheck image your cluster pulls)", obj.Kind, obj.Name, ctx.bundleArg())
+			// The command the verdict gives once it is declared, so that
+			// following it holds the upgrade on OLM v0: the bridge alone
+			// leaves OLM's race between its check and the replacement.
+			cctx := NewContext(withCandidate(ctx.Bundle, ctx.CSV, obj), ctx.Options)
+			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate: to adopt it, %s", obj.Kind, obj.Name, cctx.requestAckCommand(""))
 		}
 	}
 	is := atKey(ctx.CSV.Doc, manifest.NewPath("metadata", "annotations"), "%s", msg)

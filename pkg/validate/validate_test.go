@@ -558,7 +558,7 @@ func TestMissingSourceSuggestsWhatItsFixDoes(t *testing.T) {
 			continue
 		}
 		found = true
-		assert.Contains(t, f.Message, "`statuscheck generate -w --bridge IMAGE ")
+		assert.Contains(t, f.Message, "`statuscheck generate -w --bridge IMAGE --request-spec-path .spec.upgradeRequest ", "the verdict's command, RequestAck included")
 		assert.Contains(t, f.Remediation, "generate -w --bridge IMAGE")
 	}
 	require.True(t, found)
