@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -68,15 +70,19 @@ func Examples(csv *operatorsv1alpha1.ClusterServiceVersion) []map[string]interfa
 }
 
 // unmarshalAsRequest decodes a CR the console creates from an annotation
-// (alm-examples, the initialization resource) as the apiserver decodes
-// the request's body: apimachinery's unstructured JSON scheme
-// (decodeToUnstructured in pkg/apis/meta/v1/unstructured/helpers.go)
+// (alm-examples, the initialization resource) as the apiserver receives
+// it. The console parses the annotation with JSON.parse, whose numbers
+// are IEEE doubles, and sends JSON.stringify's text, which writes a whole
+// number below 1e21 without a fraction or an exponent (ECMAScript's
+// Number::toString): 3.0 and 1e1 arrive as 3 and 10, and 2^53+1 as 2^53.
+// The apiserver decodes the body with apimachinery's unstructured JSON
+// scheme (decodeToUnstructured in pkg/apis/meta/v1/unstructured/helpers.go)
 // through util/json.Unmarshal, sigs.k8s.io/json's
-// UnmarshalCaseSensitivePreserveInts, which keeps a whole number an int64.
-// The apiserver's code the probes run reads some values as int64 only (a
-// scale subresource's replicas path: NestedInt64), and refuses a float64
-// 3. A value that is not JSON but YAML, which the annotations are in the
-// wild, is turned into JSON first.
+// UnmarshalCaseSensitivePreserveInts, which keeps such a number an int64
+// when it fits one. The apiserver's code the probes run reads some values
+// as int64 only (a scale subresource's replicas path: NestedInt64), and
+// refuses a float64 3. A value that is not JSON but YAML, which the
+// annotations are in the wild, is turned into JSON first.
 func unmarshalAsRequest(raw string, into interface{}) error {
 	data := []byte(raw)
 	if !json.Valid(data) {
@@ -86,7 +92,39 @@ func unmarshalAsRequest(raw string, into interface{}) error {
 		}
 		data = j
 	}
-	return sigsjson.UnmarshalCaseSensitivePreserveInts(data, into)
+	var v interface{}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	out, err := json.Marshal(asTheConsoleSends(v))
+	if err != nil {
+		return err
+	}
+	return sigsjson.UnmarshalCaseSensitivePreserveInts(out, into)
+}
+
+// asTheConsoleSends writes each number of a JSON.parse'd value as
+// JSON.stringify would (unmarshalAsRequest): a whole number below 1e21 as
+// an integer, which Go's encoding/json writes without a fraction only for
+// an integer type, and the rest as it is.
+func asTheConsoleSends(v interface{}) interface{} {
+	switch v := v.(type) {
+	case map[string]interface{}:
+		for k, e := range v {
+			v[k] = asTheConsoleSends(e)
+		}
+	case []interface{}:
+		for i, e := range v {
+			v[i] = asTheConsoleSends(e)
+		}
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1e21 {
+			// Its digits, which fit no int64 past 2^63: the apiserver
+			// then keeps a float64, as it does for the text.
+			return json.Number(strconv.FormatFloat(v, 'f', -1, 64))
+		}
+	}
+	return v
 }
 
 // ExamplesError says why the CSV's alm-examples is not what OLM's console

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,8 +10,6 @@ import (
 	"testing"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
@@ -65,13 +64,16 @@ func FuzzLoad(f *testing.F) {
 }
 
 // FuzzExamples: alm-examples and the initialization resource decode as
-// the apiserver decodes the body the console sends (apimachinery's
-// util/json.Unmarshal), whatever the annotation holds; Examples never
-// panics, and a value that is not JSON decodes as its JSON form does.
+// the console sends them to the apiserver (JSON.parse, JSON.stringify),
+// and as the apiserver decodes the body, whatever the annotation holds:
+// Examples never panics; a JSON value keeps every number's value as a
+// double, as JSON.parse reads it; and a whole number the console writes
+// as an integer, and which fits one, is an int64, never a float64, which
+// the apiserver's int64-only reads refuse.
 func FuzzExamples(f *testing.F) {
 	for _, s := range []string{
-		`[{"apiVersion":"a.io/v1","kind":"A","metadata":{"name":"x"},"spec":{"replicas":3,"ratio":0.5,"big":9223372036854775808,"whole":3.0}}]`,
-		"- apiVersion: a.io/v1\n  kind: A\n  spec: {replicas: 3}\n", `[]`, `{}`, `[1]`, "", "[{\"a\": 1e3}]", "- a: 0x10\n",
+		`[{"apiVersion":"a.io/v1","kind":"A","metadata":{"name":"x"},"spec":{"replicas":3,"ratio":0.5,"big":9223372036854775808,"whole":3.0,"e":1e1,"huge":1e21,"neg":-0.0}}]`,
+		"- apiVersion: a.io/v1\n  kind: A\n  spec: {replicas: 3}\n", `[]`, `{}`, `[1]`, "", "[{\"a\": 1e3}]", "- a: 0x10\n", `[{"a": 9007199254740993}]`,
 	} {
 		f.Add(s)
 	}
@@ -79,23 +81,64 @@ func FuzzExamples(f *testing.F) {
 		csv := &operatorsv1alpha1.ClusterServiceVersion{}
 		csv.Annotations = map[string]string{"alm-examples": raw}
 		got := Examples(csv)
-		data := []byte(raw)
-		if !json.Valid(data) {
-			j, err := yaml.YAMLToJSON(data)
-			if err != nil {
-				if got != nil {
-					t.Fatalf("examples from a value that is neither JSON nor YAML: %v", got)
+		var wholeFloat func(v interface{}) bool
+		wholeFloat = func(v interface{}) bool {
+			switch v := v.(type) {
+			case map[string]interface{}:
+				for _, e := range v {
+					if wholeFloat(e) {
+						return true
+					}
 				}
-				return
+			case []interface{}:
+				for _, e := range v {
+					if wholeFloat(e) {
+						return true
+					}
+				}
+			case float64:
+				return v == math.Trunc(v) && v >= -(1<<63) && v < 1<<63
 			}
-			data = j
+			return false
 		}
-		var want []map[string]interface{}
-		if utiljson.Unmarshal(data, &want) != nil || strings.TrimSpace(raw) == "" {
-			want = nil
+		for _, o := range got {
+			if wholeFloat(o) {
+				t.Fatalf("Examples(%q) keeps a whole number a float64: %#v", raw, o)
+			}
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("Examples(%q) = %#v, the apiserver decodes %#v", raw, got, want)
+		if !json.Valid([]byte(raw)) || got == nil {
+			return
+		}
+		var parsed []interface{}
+		if json.Unmarshal([]byte(raw), &parsed) != nil {
+			return
+		}
+		var asDoubles func(v interface{}) interface{}
+		asDoubles = func(v interface{}) interface{} {
+			switch v := v.(type) {
+			case map[string]interface{}:
+				out := map[string]interface{}{}
+				for k, e := range v {
+					out[k] = asDoubles(e)
+				}
+				return out
+			case []interface{}:
+				out := []interface{}{}
+				for _, e := range v {
+					out = append(out, asDoubles(e))
+				}
+				return out
+			case int64:
+				return float64(v)
+			}
+			return v
+		}
+		var gotDoubles []interface{}
+		for _, o := range got {
+			gotDoubles = append(gotDoubles, asDoubles(o))
+		}
+		if !reflect.DeepEqual(asDoubles(parsed), asDoubles(gotDoubles)) {
+			t.Fatalf("Examples(%q) = %#v, JSON.parse reads %#v", raw, gotDoubles, parsed)
 		}
 	})
 }

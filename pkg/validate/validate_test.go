@@ -409,7 +409,8 @@ func TestEveryExampleIsChecked(t *testing.T) {
 // scheme, decodeToUnstructured, through util/json), and a scale
 // subresource's replicas path is read as one (NestedInt64). An example
 // whose replicas is 3, as JSON in the initialization resource and in
-// alm-examples, is a CR the apiserver creates: no finding. A fraction
+// alm-examples, is a CR the apiserver creates: no finding; so is 3.0,
+// which the console sends as 3. A fraction
 // there the apiserver refuses, and so does validate.
 func TestAnExampleOfAScaledKindKeepsItsWholeNumbers(t *testing.T) {
 	scaled := edit{crdFile, "    subresources:\n      status: {}\n",
@@ -422,6 +423,9 @@ func TestAnExampleOfAScaledKindKeepsItsWholeNumbers(t *testing.T) {
 		wantRule string
 	}{
 		{name: "a whole number", replicas: "3"},
+		// The console sends JSON.stringify(JSON.parse(...)): 3.0 is 3.
+		{name: "a whole number written with a fraction", replicas: "3.0"},
+		{name: "a whole number written with an exponent", replicas: "1e1"},
 		{name: "a fraction", replicas: "2.5", wantRule: "status-source-example-invalid"},
 	}
 	for _, tt := range tests {
