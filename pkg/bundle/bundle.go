@@ -304,28 +304,44 @@ func Roots(path string, opts Options) []string {
 			subs = append(subs, filepath.Join(path, name))
 		}
 	}
-	if len(subs) == 0 || len(files) > 0 && !slices.ContainsFunc(files, func(f string) bool { return isPackageManifest(fsys, f) }) {
+	if len(subs) == 0 || slices.ContainsFunc(files, func(f string) bool { return packageFile(fsys, f) == fileObject }) {
 		return []string{path} // a directory of manifests
 	}
 	return subs
 }
 
-// isPackageManifest: the file is the package manifest of the old
-// package-manifest layout, whose versions are its subdirectories of flat
-// manifests. operator-framework/api's loader takes any file that decodes
-// into a PackageManifest with a name (packageManifestLoader's
-// LoadPackagesWalkFunc, pkg/manifests/packagemanifestloader.go); one is a
-// few lines, so a larger file is not read.
-func isPackageManifest(fsys FS, file string) bool {
+// What a top-level file of a directory with bundles below it is.
+const (
+	fileObject  = iota // a Kubernetes object, or too large to tell
+	filePackage        // a package manifest
+	fileOther          // neither, such as community operators' ci.yaml
+)
+
+// packageFile says what a file beside subdirectories of bundles is. A
+// package manifest (the old package-manifest layout's, whose versions are
+// the subdirectories) is what operator-framework/api's loader takes: any
+// file that decodes into a PackageManifest with a name
+// (packageManifestLoader's LoadPackagesWalkFunc,
+// pkg/manifests/packagemanifestloader.go). A package's other files have no
+// kind (community operators' ci.yaml). Either is a few lines, so a larger
+// file is not read.
+func packageFile(fsys FS, file string) int {
 	data, err := fsys.ReadFile(file, 64<<10)
 	if err != nil {
-		return false
+		return fileObject
 	}
 	var pm apimanifests.PackageManifest
-	if yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 30).Decode(&pm) != nil {
-		return false
+	if yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 30).Decode(&pm) == nil && !pm.IsEmpty() {
+		return filePackage
 	}
-	return !pm.IsEmpty()
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 30).Decode(&obj) != nil || obj.APIVersion != "" || obj.Kind != "" {
+		return fileObject
+	}
+	return fileOther
 }
 
 // holdsManifests: a directory with a manifest file of its own.

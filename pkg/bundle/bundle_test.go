@@ -296,6 +296,12 @@ func TestRootsOfAPackageManifestDirectory(t *testing.T) {
 		{name: "a manifest that is no package manifest",
 			files: map[string]string{"service.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: cool\n"},
 			want:  []string{"."}},
+		{name: "community operators' ci.yaml alone beside the versions",
+			files: map[string]string{"ci.yaml": "updateGraph: replaces-mode\nreviewers:\n- someone\n"},
+			want:  []string{"0.1.0", "0.2.0"}},
+		{name: "a package manifest beside a Kubernetes object",
+			files: map[string]string{"cool.package.yaml": "packageName: cool\nchannels:\n- name: alpha\n  currentCSV: cool-operator.v0.2.0\n", "service.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: cool\n"},
+			want:  []string{"."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
