@@ -304,44 +304,35 @@ func Roots(path string, opts Options) []string {
 			subs = append(subs, filepath.Join(path, name))
 		}
 	}
-	if len(subs) == 0 || slices.ContainsFunc(files, func(f string) bool { return packageFile(fsys, f) == fileObject }) {
+	if len(subs) == 0 || slices.ContainsFunc(files, func(f string) bool { return topLevelObject(fsys, f) }) {
 		return []string{path} // a directory of manifests
 	}
 	return subs
 }
 
-// What a top-level file of a directory with bundles below it is.
-const (
-	fileObject  = iota // a Kubernetes object, or too large to tell
-	filePackage        // a package manifest
-	fileOther          // neither, such as community operators' ci.yaml
-)
-
-// packageFile says what a file beside subdirectories of bundles is. A
+// topLevelObject says whether a file beside subdirectories of bundles is
+// a Kubernetes object, which makes the directory one of manifests, or may
+// be (too large to read: a package's other files are a few lines). A
 // package manifest (the old package-manifest layout's, whose versions are
-// the subdirectories) is what operator-framework/api's loader takes: any
-// file that decodes into a PackageManifest with a name
+// the subdirectories) is not: what operator-framework/api's loader takes
+// as one is any file that decodes into a PackageManifest with a name
 // (packageManifestLoader's LoadPackagesWalkFunc,
-// pkg/manifests/packagemanifestloader.go). A package's other files have no
-// kind (community operators' ci.yaml). Either is a few lines, so a larger
-// file is not read.
-func packageFile(fsys FS, file string) int {
+// pkg/manifests/packagemanifestloader.go). Nor is a file without an
+// apiVersion or kind (community operators' ci.yaml).
+func topLevelObject(fsys FS, file string) bool {
 	data, err := fsys.ReadFile(file, 64<<10)
 	if err != nil {
-		return fileObject
+		return true
 	}
 	var pm apimanifests.PackageManifest
 	if yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 30).Decode(&pm) == nil && !pm.IsEmpty() {
-		return filePackage
+		return false
 	}
 	var obj struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 	}
-	if yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 30).Decode(&obj) != nil || obj.APIVersion != "" || obj.Kind != "" {
-		return fileObject
-	}
-	return fileOther
+	return yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 30).Decode(&obj) != nil || obj.APIVersion != "" || obj.Kind != ""
 }
 
 // holdsManifests: a directory with a manifest file of its own.

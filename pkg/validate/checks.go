@@ -26,13 +26,14 @@ func checkMissing(ctx *Context) []Issue {
 	}
 	msg := fmt.Sprintf("the ClusterServiceVersion %q declares no status source (annotation %s); OLM v0 gates its upgrades on the OperatorCondition, which the operator writes itself", ctx.CSV.Obj.Name, v1alpha1.AnnotationKey)
 	if obj, ok := candidate(ctx.CSV); ok {
-		if errs := candidateErrors(ctx, obj); len(errs) > 0 {
+		adopted := withCandidate(ctx.Bundle, ctx.CSV, obj)
+		if errs := candidateErrors(ctx, adopted); len(errs) > 0 {
 			msg += fmt.Sprintf("; its initialization resource %s %q cannot be the status source as the bundle stands (generate refuses it: %s)", obj.Kind, obj.Name, strings.Join(errs, ", "))
 		} else {
 			// The command the verdict gives once it is declared, so that
 			// following it holds the upgrade on OLM v0: the bridge alone
 			// leaves OLM's race between its check and the replacement.
-			cctx := NewContext(withCandidate(ctx.Bundle, ctx.CSV, obj), ctx.Options)
+			cctx := NewContext(adopted, ctx.Options)
 			msg += fmt.Sprintf("; its initialization resource %s %q is a candidate: to adopt it, %s", obj.Kind, obj.Name, cctx.requestAckCommand(""))
 		}
 	}
@@ -70,11 +71,11 @@ func withCandidate(b *bundle.Bundle, csv *bundle.CSV, obj contract.ObjectRef) *b
 	return &c
 }
 
-// candidateErrors are the rules generate would refuse the status source
-// obj with: the error findings of the rules that judge the value (not the
-// verdict's) on a copy of the bundle whose CSV declares it.
-func candidateErrors(ctx *Context, obj contract.ObjectRef) []string {
-	b := withCandidate(ctx.Bundle, ctx.CSV, obj)
+// candidateErrors are the rules generate would refuse a candidate status
+// source with: the error findings of the rules that judge the value (not
+// the verdict's) on b, the copy of the bundle whose CSV declares it
+// (withCandidate).
+func candidateErrors(ctx *Context, b *bundle.Bundle) []string {
 	var rules []Rule
 	for _, r := range Rules() {
 		// The rules about the value; a bundle's other errors stand with

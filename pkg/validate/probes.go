@@ -74,9 +74,10 @@ type probeResults struct {
 	// reservedKept: a token written at .spec.upgradeRequest
 	// (crd.ReservedRequestName, the field the verdict's RequestAck command
 	// names when the handshake names none the CRD keeps) comes back, as
-	// probe 2 would find it once the command is followed: the schema
-	// declares it, or the CRD keeps unknown fields there (a v1beta1 CRD's
-	// defaulted spec.preserveUnknownFields among them).
+	// probe 2 would find it once the command is followed: the pruning
+	// keeps it (the schema declares it, or the CRD keeps unknown fields
+	// there, a v1beta1 CRD's defaulted spec.preserveUnknownFields among
+	// them) and the schema's validation accepts it.
 	reservedKept bool
 	// exampleRefused is the refusal of the example CR's create.
 	exampleRefused *apiserver.Refusal
@@ -389,14 +390,19 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 
 	// The handshake request: OLM's token at request.specPath, of the type
 	// the schema gives it.
+	requested := false
 	if h := src.Handshake; src.Mode() == v1alpha1.HandshakeRequestAck && h.Request != nil && h.Request.SpecPath != "" && r.tokenTypeError("request.specPath") == nil {
 		r.requestRefused, r.requestKept = requestProbe(res, base, h.Request.SpecPath, r.tokens)
+		requested = h.Request.SpecPath == reservedRequestPath
 	}
 	// The same at the field the verdict's command would name, as the
-	// handshake would then be.
+	// handshake would then be: the handshake's own probe when it names
+	// that field already.
 	reserved := &v1alpha1.StatusSource{Handshake: &v1alpha1.Handshake{Mode: v1alpha1.HandshakeRequestAck,
 		Request: &v1alpha1.HandshakeRequest{SpecPath: reservedRequestPath}}}
-	if tokens, errs := ctx.Version.HandshakeTokens(reserved); len(errs) == 0 {
+	if tokens, errs := ctx.Version.HandshakeTokens(reserved); requested {
+		r.reservedKept = r.requestKept
+	} else if len(errs) == 0 {
 		// Kept as handshake-path-missing will decide once the command is
 		// followed: through an update (requestProbe), which the schema's
 		// validation may refuse (a spec of one property at most, a CEL
@@ -404,11 +410,8 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 		// apiserver's pruning as it stores the object), no update can keep
 		// it, and none runs: an update validates the whole object, the
 		// CRD's CEL rules included.
-		path := v1alpha1.FieldPath(reservedRequestPath)
-		if out, err := res.Stored(jsonobj.MergePatch(base, jsonobj.NestedPatch(path, tokens.RequestValue("1")))); err == nil {
-			if v, ok, _ := unstructured.NestedFieldNoCopy(out, path...); ok && fmt.Sprint(v) == "1" {
-				_, r.reservedKept = requestProbe(res, base, reservedRequestPath, tokens)
-			}
+		if out, err := res.Stored(withToken(base, reservedRequestPath, tokens)); err == nil && holdsToken(out, reservedRequestPath) {
+			_, r.reservedKept = requestProbe(res, base, reservedRequestPath, tokens)
 		}
 	}
 	return r
@@ -422,13 +425,23 @@ const reservedRequestPath = ".spec." + crd.ReservedRequestName
 // the schema gives it, written at specPath of base. It returns the
 // apiserver's refusal, or whether the token came back.
 func requestProbe(res *apiserver.Resource, base map[string]interface{}, specPath string, tokens contract.Tokens) (*apiserver.Refusal, bool) {
-	path := v1alpha1.FieldPath(specPath)
-	out, _, rf := res.Update(base, jsonobj.MergePatch(base, jsonobj.NestedPatch(path, tokens.RequestValue("1"))))
+	out, _, rf := res.Update(base, withToken(base, specPath, tokens))
 	if rf != nil {
 		return rf, false
 	}
-	v, ok, _ := unstructured.NestedFieldNoCopy(out, path...)
-	return nil, ok && fmt.Sprint(v) == "1"
+	return nil, holdsToken(out, specPath)
+}
+
+// withToken is base with OLM's request token 1 at specPath, of the type
+// tokens give it.
+func withToken(base map[string]interface{}, specPath string, tokens contract.Tokens) map[string]interface{} {
+	return jsonobj.MergePatch(base, jsonobj.NestedPatch(v1alpha1.FieldPath(specPath), tokens.RequestValue("1")))
+}
+
+// holdsToken: obj still holds the token withToken wrote at specPath.
+func holdsToken(obj map[string]interface{}, specPath string) bool {
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, v1alpha1.FieldPath(specPath)...)
+	return ok && fmt.Sprint(v) == "1"
 }
 
 // keptWhenPruning writes the status probe to the status source's version
