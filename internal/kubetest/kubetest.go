@@ -35,6 +35,7 @@ import (
 	"k8s.io/apiextensions-apiserver/test/integration/fixtures"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
 	"k8s.io/client-go/dynamic"
@@ -242,12 +243,16 @@ func (s *Server) InstallOLM(t testing.TB) {
 // (fixtures.CreateCRDUsingRemovedAPI), since the apiserver no longer
 // serves that version. Its spec.preserveUnknownFields (true unless set to
 // false) stays, as on such a cluster. Like InstallCRD, it gives the CRD a
-// group of its own and waits until its resources answer.
+// group of its own and waits until its resources answer. It gives the CRD
+// a UID, as the apiserver gives a CRD it creates: the apiserver keeps a
+// CRD's storage by its UID, and two CRDs without one would be served by
+// whichever one's storage it made first.
 func (s *Server) InstallRemovedCRD(t testing.TB, crd *apiextv1beta1.CustomResourceDefinition) (*InstalledCRD, error) {
 	t.Helper()
 	c := crd.DeepCopy()
 	c.Status = apiextv1beta1.CustomResourceDefinitionStatus{}
 	group := ownGroup(&c.ObjectMeta, &c.Spec.Group, c.Spec.Names.Plural)
+	c.UID = uuid.NewUUID()
 	created, err := fixtures.CreateCRDUsingRemovedAPI(s.etcd, s.etcdPrefix, c, s.Ext, s.Dynamic)
 	if err != nil {
 		return nil, err
