@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -36,6 +37,10 @@ type serverCase struct {
 	api     string
 	sub     bool
 	csv     map[string]string
+	// loaded is the fixture as statuscheck loaded it.
+	loaded *bundle.Bundle
+	// gvr is the resource the server serves the CRD's version as.
+	gvr schema.GroupVersionResource
 	// refused is the server's refusal of the CRD, if it refused it.
 	refused error
 }
@@ -51,7 +56,7 @@ func installFixture(t *testing.T, dir string) (*serverCase, result.Bundle) {
 	c := b.FindCRD(gv.Group, src.Kind)
 	require.NotNil(t, c)
 	srv := kubetest.Get(t)
-	sc := &serverCase{t: t, src: src, version: gv.Version, csv: b.CSV().Obj.Annotations, sub: c.Version(gv.Version).StatusSubresource}
+	sc := &serverCase{t: t, src: src, version: gv.Version, csv: b.CSV().Obj.Annotations, sub: c.Version(gv.Version).StatusSubresource, loaded: b}
 	var in *kubetest.InstalledCRD
 	if c.V1beta1 != nil {
 		in, err = srv.InstallRemovedCRD(t, c.V1beta1)
@@ -62,8 +67,8 @@ func installFixture(t *testing.T, dir string) (*serverCase, result.Bundle) {
 		sc.refused = err
 		return sc, findings
 	}
-	sc.api = in.APIVersion(gv.Version)
-	sc.res = srv.Dynamic.Resource(in.GVR(gv.Version)).Namespace(kubetest.Namespace("rules"))
+	sc.api, sc.gvr = in.APIVersion(gv.Version), in.GVR(gv.Version)
+	sc.res = srv.Dynamic.Resource(sc.gvr).Namespace(kubetest.Namespace("rules"))
 	return sc, findings
 }
 

@@ -7,6 +7,14 @@ package validate
 // rewrites them; without -update the test fails when a fixture on disk no
 // longer matches its entry, so the two cannot drift apart.
 
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/statuscheck/statuscheck/internal/testutil"
+)
+
 const (
 	csvFile = "manifests/cool-operator.clusterserviceversion.yaml"
 	crdFile = "manifests/cool.operators.corp_cooloperators.yaml"
@@ -373,53 +381,20 @@ spec:
         x-kubernetes-preserve-unknown-fields: true
 `
 
-const v1beta1CRD = `apiVersion: apiextensions.k8s.io/v1beta1
-kind: CustomResourceDefinition
-metadata:
-  name: cooloperators.cool.operators.corp
-spec:
-  group: cool.operators.corp
-  names:
-    kind: CoolOperator
-    listKind: CoolOperatorList
-    plural: cooloperators
-    singular: cooloperator
-  scope: Namespaced
-  version: v1beta1
-  subresources:
-    status: {}
-  validation:
-    openAPIV3Schema:
-      type: object
-      properties:
-        spec:
-          type: object
-          properties:
-            storageLayer:
-              type: string
-        status:
-          type: object
-          properties:
-            conditions:
-              type: array
-              x-kubernetes-list-type: map
-              x-kubernetes-list-map-keys:
-              - type
-              items:
-                type: object
-                properties:
-                  type:
-                    type: string
-                  status:
-                    type: string
-                  observedGeneration:
-                    type: integer
-                    format: int64
-                  reason:
-                    type: string
-                  message:
-                    type: string
-`
+// v1beta1CRD is the CoolOperator CRD written as
+// apiextensions.k8s.io/v1beta1, without spec.preserveUnknownFields (which
+// the apiserver defaults to true).
+var v1beta1CRD = crdText("cooloperators-v1beta1.yaml")
+
+// crdText reads a CRD of testdata/crds: the CRDs these tests share with
+// internal/conformance, which installs them on a real apiserver.
+func crdText(name string) string {
+	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "crds", name))
+	if err != nil {
+		panic(fmt.Errorf("reading a CRD of testdata/crds: %w", err))
+	}
+	return string(data)
+}
 
 // aliasBomb is the "billion laughs" attack in YAML: nine levels of nine
 // aliases expand to 9^9 (387 million) strings from a 1 KB file.

@@ -44,6 +44,19 @@ func withEdits(t *testing.T, edits ...edit) []result.Finding {
 	return slices.DeleteFunc(res.Findings, func(f result.Finding) bool { return VerdictRule(f.Rule) })
 }
 
+// withFixture is withEdits for a fixture (materialize's), whose files may
+// also be added or removed.
+func withFixture(t *testing.T, f fixture) []result.Finding {
+	t.Helper()
+	dir := t.TempDir()
+	materialize(t, f, dir)
+	b, err := bundle.Load(dir, bundle.Options{})
+	require.NoError(t, err)
+	res := Check(b, Options{})
+	require.Empty(t, res.Errors, "every file of the bundle read")
+	return slices.DeleteFunc(res.Findings, func(f result.Finding) bool { return VerdictRule(f.Rule) })
+}
+
 const (
 	itemsProps = "                  properties:\n                    type:\n"
 	ogSchema   = "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n"

@@ -413,10 +413,10 @@ func TestEveryExampleIsChecked(t *testing.T) {
 // which the console sends as 3. A fraction
 // there the apiserver refuses, and so does validate.
 func TestAnExampleOfAScaledKindKeepsItsWholeNumbers(t *testing.T) {
-	scaled := edit{crdFile, "    subresources:\n      status: {}\n",
-		"    subresources:\n      status: {}\n      scale:\n        specReplicasPath: .spec.replicas\n        statusReplicasPath: .status.replicas\n"}
-	replicasField := edit{crdFile, "              upgradeRequest:\n", "              replicas:\n                type: integer\n                minimum: 1\n              upgradeRequest:\n"}
-	statusReplicas := edit{crdFile, "              observedUpgradeRequest:\n", "              replicas:\n                type: integer\n              observedUpgradeRequest:\n"}
+	// The good CRD with a scale subresource on .spec.replicas (an integer,
+	// at least 1); internal/conformance's TestScaledExampleOnTheServer
+	// creates the same examples of it on a real apiserver.
+	scaled := crdText("cooloperators-scaled.yaml")
 	tests := []struct {
 		name     string
 		replicas string
@@ -430,8 +430,12 @@ func TestAnExampleOfAScaledKindKeepsItsWholeNumbers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			example := edit{csvFile, `"spec": {"storageLayer": "PostgreSQL"}}`, `"spec": {"storageLayer": "PostgreSQL", "replicas": ` + tt.replicas + `}}`}
-			findings := withEdits(t, scaled, replicasField, statusReplicas, example, example)
+			// The same example in the initialization resource and in
+			// alm-examples.
+			findings := withFixture(t, fixture{add: map[string]string{crdFile: scaled}, edits: []edit{
+				{csvFile, `"spec": {"storageLayer": "PostgreSQL"}}'`, `"spec": {"storageLayer": "PostgreSQL", "replicas": ` + tt.replicas + `}}'`},
+				{csvFile, `"spec": {"storageLayer": "PostgreSQL"}}]`, `"spec": {"storageLayer": "PostgreSQL", "replicas": ` + tt.replicas + `}}]`},
+			}})
 			var rules []string
 			for _, f := range findings {
 				rules = append(rules, f.Rule+": "+f.Message)

@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,20 +19,12 @@ import (
 // verdict must not ask for the field; the same CRD with
 // preserveUnknownFields false prunes it, and the verdict asks.
 func TestVerdictAsksForTheRequestFieldOnlyWhereItIsPruned(t *testing.T) {
-	const v1beta1File = "manifests/cooloperators.crd.yaml"
-	const declared = "              upgradeRequest:\n                description: Token OLM writes to ask whether an upgrade may proceed.\n                type: string\n"
-	v1beta1 := func(crd string) fixture {
-		return fixture{remove: []string{crdFile}, add: map[string]string{v1beta1File: crd}}
-	}
-	pruning := strings.Replace(v1beta1CRD, "  scope: Namespaced\n", "  scope: Namespaced\n  preserveUnknownFields: false\n", 1)
-	keeping := strings.Replace(v1beta1CRD, "  scope: Namespaced\n", "  scope: Namespaced\n  preserveUnknownFields: true\n", 1)
-	require.NotEqual(t, v1beta1CRD, pruning)
-	require.NotEqual(t, v1beta1CRD, keeping)
-
 	tests := []struct {
 		name string
-		// crd is the bundle's CRD (the good bundle's, edited or replaced).
-		crd fixture
+		// crd is the bundle's CRD: a file of testdata/crds, which
+		// internal/conformance's TestRequestFieldOnTheServer installs on a
+		// real apiserver; "" for the good bundle's.
+		crd string
 		// wiring is what else the CSV declares.
 		wiring []edit
 		// pruned: a token at .spec.upgradeRequest does not come back, so
@@ -41,22 +32,27 @@ func TestVerdictAsksForTheRequestFieldOnlyWhereItIsPruned(t *testing.T) {
 		// on the command it gives.
 		pruned bool
 	}{
-		{name: "v1, the field declared", crd: fixture{}},
-		{name: "v1, no such field", crd: fixture{edits: []edit{{crdFile, declared, ""}}}, pruned: true},
+		{name: "v1, the field declared"},
+		{name: "v1, no such field", crd: "cooloperators-no-request-field.yaml", pruned: true},
 		// Kept by the pruning, refused by the schema's validation: the
 		// update a request is, not the pruning alone, decides.
-		{name: "v1, unknown fields kept but one property at most", crd: fixture{edits: []edit{{crdFile, declared, ""},
-			{crdFile, "          spec:\n            type: object\n", "          spec:\n            type: object\n            x-kubernetes-preserve-unknown-fields: true\n            maxProperties: 1\n"}}}, pruned: true},
-		{name: "v1beta1, preserveUnknownFields not set (defaulted to true)", crd: v1beta1(v1beta1CRD)},
-		{name: "v1beta1, preserveUnknownFields true", crd: v1beta1(keeping)},
-		{name: "v1beta1, preserveUnknownFields false", crd: v1beta1(pruning), pruned: true},
-		{name: "v1beta1 with the bridge under None (the trial's keda)", crd: v1beta1(v1beta1CRD), wiring: []edit{bridgeDeclared, bridgeContainer}},
-		{name: "v1beta1 pruning, with the bridge under None", crd: v1beta1(pruning), wiring: []edit{bridgeDeclared, bridgeContainer}, pruned: true},
+		{name: "v1, unknown fields kept but one property at most", crd: "cooloperators-no-request-field-one-property.yaml", pruned: true},
+		{name: "v1beta1, preserveUnknownFields not set (defaulted to true)", crd: "cooloperators-v1beta1.yaml"},
+		{name: "v1beta1, preserveUnknownFields true", crd: "cooloperators-v1beta1-preserve-unknown-fields-true.yaml"},
+		{name: "v1beta1, preserveUnknownFields false", crd: "cooloperators-v1beta1-preserve-unknown-fields-false.yaml", pruned: true},
+		{name: "v1beta1 with the bridge under None (the trial's keda)", crd: "cooloperators-v1beta1.yaml", wiring: []edit{bridgeDeclared, bridgeContainer}},
+		{name: "v1beta1 pruning, with the bridge under None", crd: "cooloperators-v1beta1-preserve-unknown-fields-false.yaml", wiring: []edit{bridgeDeclared, bridgeContainer}, pruned: true},
+	}
+	withCRD := func(name string, edits ...edit) fixture {
+		f := fixture{edits: edits}
+		if name != "" {
+			f.add = map[string]string{crdFile: crdText(name)}
+		}
+		return f
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := tt.crd
-			f.edits = append(append([]edit{}, f.edits...), tt.wiring...)
+			f := withCRD(tt.crd, tt.wiring...)
 			dir := t.TempDir()
 			materialize(t, f, dir)
 			res := Path(dir, Options{}, bundle.Options{})
@@ -85,9 +81,7 @@ func TestVerdictAsksForTheRequestFieldOnlyWhereItIsPruned(t *testing.T) {
 			// The rules on the command followed: the request at
 			// .spec.upgradeRequest is pruned exactly where the verdict
 			// said so.
-			followed := tt.crd
-			followed.edits = append(append([]edit{}, followed.edits...), annotation(requestAckSpec))
-			_, findings := edited(t, followed)
+			_, findings := edited(t, withCRD(tt.crd, annotation(requestAckSpec)))
 			assert.Equal(t, tt.pruned, len(ofRule(findings, "handshake-path-missing")) > 0, "handshake-path-missing: %+v", ofRule(findings, "handshake-path-missing"))
 		})
 	}
