@@ -316,9 +316,19 @@ func checkExampleInvalid(ctx *Context) []Issue {
 	return out
 }
 
+// conditionsUndescribed says whether the probes show that the version
+// does not describe status.conditions at all: the status write comes back
+// without them (pruned), or any value there is kept (unknown fields are
+// preserved). That is conditions-schema-missing; the rules about how the
+// conditions are described (conditions-list-type) then say nothing more,
+// since their fix needs the conditions in the schema first.
+func (r *probeResults) conditionsUndescribed() bool {
+	return r.statusRefused == nil && (!r.conditionsKept || r.anyConditions)
+}
+
 func checkConditionsSchema(ctx *Context) []Issue {
 	r := ctx.probed()
-	if r == nil || r.statusRefused != nil {
+	if r == nil || !r.conditionsUndescribed() {
 		return nil
 	}
 	p := ctx.schemaAt("status.conditions")
@@ -329,11 +339,9 @@ func checkConditionsSchema(ctx *Context) []Issue {
 	switch {
 	case !r.conditionsKept:
 		where.Message = fmt.Sprintf("%s comes back without status.conditions: the apiserver prunes them, because version %s of CRD %s does not describe them; the gate has no conditions to read", statusWriteText, ctx.Version.Name, ctx.CRD.Name())
-	case r.anyConditions:
+	default: // r.anyConditions
 		where.Message = fmt.Sprintf("the apiserver keeps any value of status.conditions (a string written there comes back): version %s of CRD %s does not describe the conditions (unknown fields are kept), so status.conditions cannot be verified", ctx.Version.Name, ctx.CRD.Name())
 		where.Severity = sev(result.Warning)
-	default:
-		return nil
 	}
 	return []Issue{where}
 }
@@ -372,7 +380,11 @@ func checkObservedGeneration(ctx *Context) []Issue {
 
 func checkListType(ctx *Context) []Issue {
 	r := ctx.probed()
-	if r == nil || !r.duplicatesAccepted {
+	// Where the version does not describe the conditions at all,
+	// conditions-schema-missing says so, and how to describe them: that
+	// they are no map list follows, and x-kubernetes-list-type cannot be
+	// set on a field the schema does not have.
+	if r == nil || !r.duplicatesAccepted || r.conditionsUndescribed() {
 		return nil
 	}
 	p := ctx.schemaAt("status.conditions")

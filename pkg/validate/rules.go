@@ -127,7 +127,7 @@ func Rules() []Rule {
 		{
 			ID:          "conditions-list-type",
 			Severity:    result.Warning,
-			Summary:     "The apiserver accepts two conditions of one type in one status (status.conditions is not x-kubernetes-list-type: map keyed by type), and OLM reads only the first.",
+			Summary:     "The apiserver accepts two conditions of one type in one status (status.conditions is described, but not as x-kubernetes-list-type: map keyed by type; where it is not described at all, conditions-schema-missing is reported instead), and OLM reads only the first.",
 			Remediation: "Mark the field // +listType=map and // +listMapKey=type (x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [type]).",
 			Check:       checkListType,
 		},
