@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/guard"
 	"github.com/statuscheck/statuscheck/pkg/result"
@@ -116,6 +117,93 @@ func TestListTypeNotBesideSchemaMissing(t *testing.T) {
 				} else {
 					assert.Contains(t, p.Reason, tt.guardsSay, p.Manager)
 				}
+			}
+		})
+	}
+}
+
+// Edits of the good bundle's CRD that make the apiserver prune what the
+// gate reads of a condition, or keep the gate shut otherwise.
+var (
+	conditionOGUndescribed = edit{crdFile, "                    observedGeneration:\n                      type: integer\n                      format: int64\n                      minimum: 0\n", ""}
+	statusOGUndescribed    = edit{crdFile, "              observedGeneration:\n                type: integer\n                format: int64\n", ""}
+	// conditionStatusUndescribed takes the condition's status out of the
+	// schema (and out of required, which would refuse the write instead).
+	conditionStatusUndescribed = []edit{
+		{crdFile, "                    status:\n                      type: string\n                      enum:\n                      - \"True\"\n                      - \"False\"\n                      - Unknown\n", ""},
+		{crdFile, "                  - type\n                  - status\n", "                  - type\n"},
+	}
+	noStatusSubresource = edit{crdFile, "    subresources:\n      status: {}\n", ""}
+	withBridge          = []edit{bridgeDeclared, bridgeContainer}
+)
+
+// TestNeverUpgradeableSaysWhatTheSchemaPrunes: where the gate can never
+// open because the CRD's schema makes the apiserver drop what the gate
+// reads of the status write (the conditions, a condition's status, or its
+// observedGeneration where the gate compares it), never-upgradeable's
+// message says so: the CRD, its version, the field path and what to add
+// to the schema. Its remediation stays the rule's, and where another cause
+// keeps the gate shut (no status subresource; the bridge reading
+// status.observedGeneration, which the CRD keeps), the message says
+// nothing of the schema.
+func TestNeverUpgradeableSaysWhatTheSchemaPrunes(t *testing.T) {
+	const where = "version v1beta1 of CRD cooloperators.cool.operators.corp does not describe "
+	tests := []struct {
+		name  string
+		edits []edit
+		// has and hasNot are what never-upgradeable's message says, and
+		// must not say.
+		has, hasNot []string
+	}{
+		{name: "the condition's observedGeneration pruned, OLM reading the CR",
+			edits: []edit{conditionOGUndescribed},
+			has: []string{"the apiserver drops what the gate reads: " + where + "status.conditions[].observedGeneration, so every status write the operator makes loses it",
+				"without its observedGeneration a condition never counts as fresh",
+				"add observedGeneration (type: integer, format: int64) to the properties of the items of status.conditions, as metav1.Condition has it; `statuscheck simulate"}},
+		{name: "both observedGenerations pruned, the bridge",
+			edits: append([]edit{conditionOGUndescribed, statusOGUndescribed}, withBridge...),
+			has:   []string{where + "status.conditions[].observedGeneration, so", "add observedGeneration (type: integer, format: int64)"}},
+		{name: "the condition's status pruned, the bridge",
+			edits: append(append([]edit{}, conditionStatusUndescribed...), withBridge...),
+			has: []string{"the apiserver drops what the gate reads: " + where + "status.conditions[].status, so every status write the operator makes loses it",
+				"without its status a condition is never True", "add status (type: string)"},
+			hasNot: []string{"observedGeneration (type"}},
+		{name: "the conditions pruned, the bridge",
+			edits: append([]edit{conditionsUndescribed}, withBridge...),
+			has: []string{"the apiserver drops what the gate reads: " + where + "status.conditions, so every status write the operator makes loses the conditions",
+				"add status.conditions to the schema, a list of metav1.Condition"}},
+		{name: "no status subresource, the bridge: not the schema",
+			edits:  append([]edit{noStatusSubresource}, withBridge...),
+			has:    []string{"Upgradeable=False; `statuscheck simulate --explore --bundle "},
+			hasNot: []string{"the apiserver drops", "does not describe"}},
+		{name: "no status subresource, the condition's observedGeneration pruned, the bridge reading status.observedGeneration: not the schema",
+			edits:  append([]edit{noStatusSubresource, conditionOGUndescribed}, withBridge...),
+			hasNot: []string{"the apiserver drops", "does not describe"}},
+	}
+	var remediation string
+	for _, r := range Rules() {
+		if r.ID == "never-upgradeable" {
+			remediation = r.Remediation
+		}
+	}
+	require.NotEmpty(t, remediation)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, findings := edited(t, fixture{edits: tt.edits})
+			got := ofRule(findings, "never-upgradeable")
+			require.Len(t, got, 1, "findings: %+v", findings)
+			f := got[0]
+			assert.Equal(t, result.Error, f.Severity)
+			assert.Equal(t, remediation, f.Remediation, "the remediation is the rule's")
+			assert.True(t, strings.HasPrefix(f.Message, "the protocol search of OLM "), f.Message)
+			assert.NotContains(t, f.Message, "\n")
+			// The bundle's path is a temporary folder named after the test.
+			assert.Empty(t, testutil.InternalText(strings.ReplaceAll(f.Message, dir, "BUNDLE")), "plain words for a user")
+			for _, s := range tt.has {
+				assert.Contains(t, f.Message, s)
+			}
+			for _, s := range tt.hasNot {
+				assert.NotContains(t, f.Message, s)
 			}
 		})
 	}

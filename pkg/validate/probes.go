@@ -48,6 +48,11 @@ type probeResults struct {
 	// anyConditions: a value for status.conditions that is not a list of
 	// conditions was accepted and kept: the schema constrains nothing.
 	anyConditions bool
+	// conditionPruned are the fields of the first gated condition that
+	// the gate reads (type, status, observedGeneration) and the status
+	// write did not keep: the schema does not describe them, so the
+	// apiserver prunes them (set only when the conditions are kept).
+	conditionPruned []string
 	// conditionOGKept and statusOGKept: the condition's own
 	// observedGeneration, and status.observedGeneration, survive the
 	// status write.
@@ -350,6 +355,16 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 		st, _ := out["status"].(map[string]interface{})
 		conds, _ := st["conditions"].([]interface{})
 		r.conditionsKept = len(conds) == len(src.ConditionTypes())
+		if r.conditionsKept {
+			// The first written condition, by its place: found by its
+			// type, it would not be found without it.
+			back, _ := conds[0].(map[string]interface{})
+			for _, f := range gateFields {
+				if _, ok := back[f]; !ok {
+					r.conditionPruned = append(r.conditionPruned, f)
+				}
+			}
+		}
 		if c := findCondition(conds, src.ConditionTypes()[0]); c != nil {
 			_, r.conditionOGKept = c["observedGeneration"]
 			_, r.statusOGKept = st["observedGeneration"]
@@ -416,6 +431,10 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 	}
 	return r
 }
+
+// gateFields are the fields of a condition a gate reads: which condition
+// it is, whether it is True, and whether it is fresh.
+var gateFields = []string{"type", "status", "observedGeneration"}
 
 // reservedRequestPath is the spec field the verdict suggests for OLM's
 // request.

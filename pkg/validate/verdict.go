@@ -534,13 +534,72 @@ func checkProtocol(id string) func(*Context) []Issue {
 				}
 				trail = fmt.Sprintf(" in %d %s (%s)", len(steps), unit, strings.Join(steps, "; "))
 			}
+			msg := c.Violation.Message
+			if id == simulate.RuleNeverUpgradeable {
+				if pruned := ctx.prunedGate(); pruned != "" {
+					msg += "; " + pruned
+				}
+			}
 			is := at(ctx.CSV.Doc, AnnotationPath, "the protocol search %s, under the olm policy, found a trace%s: %s; `statuscheck simulate --explore --bundle %s` shows it",
-				where, trail, c.Violation.Message, ctx.bundleArg())
+				where, trail, msg, ctx.bundleArg())
 			is.Severity = sev(c.Violation.Severity)
 			out = append(out, is)
 		}
 		return out
 	}
+}
+
+// prunedGate says, for never-upgradeable, what of the status write the
+// gate reads the apiserver prunes because the CRD's schema does not
+// describe it (the probes' facts), and what to add to the schema; "" when
+// nothing the gate reads is pruned. The rule's remediation (make
+// observedGeneration able to catch up) is about the operator and the
+// status subresource: this is the cause it does not name. What the gate
+// reads is the CR's conditions, as OLM's gate compares them (the
+// condition's own observedGeneration) or as the bridge does (the strict
+// policy, which falls back to status.observedGeneration); an operator
+// that writes its OperatorCondition itself does not copy the CR there,
+// so no pruning of the CR is a cause then.
+func (ctx *Context) prunedGate() string {
+	r := ctx.probed()
+	if r == nil || r.statusRefused != nil {
+		return ""
+	}
+	by, _ := wiring(ctx)
+	if by == result.HeldByOperatorCondition {
+		return ""
+	}
+	prefix := fmt.Sprintf("the apiserver drops what the gate reads: version %s of CRD %s does not describe", ctx.Version.Name, ctx.CRD.Name())
+	if !r.conditionsKept {
+		return prefix + " status.conditions, so every status write the operator makes loses the conditions, and no Upgradeable=True ever reaches the gate; add status.conditions to the schema, a list of metav1.Condition (type, status, observedGeneration, lastTransitionTime, reason, message)"
+	}
+	var paths, effects, adds []string
+	for _, f := range r.conditionPruned {
+		var effect, add string
+		switch f {
+		case "type":
+			effect, add = "without its type a condition is not the one the gate reads", "type (type: string)"
+		case "status":
+			effect, add = "without its status a condition is never True", "status (type: string)"
+		case "observedGeneration":
+			if by == result.HeldByBridge && r.statusOGKept {
+				continue // the bridge reads status.observedGeneration instead
+			}
+			effect, add = "without its observedGeneration a condition never counts as fresh", "observedGeneration (type: integer, format: int64)"
+		}
+		paths = append(paths, "status.conditions[]."+f)
+		effects = append(effects, effect)
+		adds = append(adds, add)
+	}
+	if len(paths) == 0 {
+		return ""
+	}
+	it := "it"
+	if len(paths) > 1 {
+		it = "them"
+	}
+	return fmt.Sprintf("%s %s, so every status write the operator makes loses %s, and %s; add %s to the properties of the items of status.conditions, as metav1.Condition has %s",
+		prefix, strings.Join(paths, " or "), it, strings.Join(effects, ", and "), strings.Join(adds, " and "), it)
 }
 
 // verdictRules are the IDs of the registry's Verdict rules, made once.
