@@ -127,6 +127,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/bundle FuzzLoad $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/bundle FuzzExamples $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/manifest FuzzParse $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/manifest FuzzEmbeddedJSONPos $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/contract FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/generate FuzzSetAnnotation $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/generate FuzzAddAt $(FUZZTIME)
