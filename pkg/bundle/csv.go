@@ -131,7 +131,9 @@ func asTheConsoleSends(v interface{}) interface{} {
 // and operator-sdk's bundle validator read: a JSON list of objects (both
 // parse it as JSON; YAML, which Examples tolerates, is not JSON). nil when
 // the annotation is absent, empty or valid. The message names the place
-// in the value (line and column, counted in the annotation's value).
+// in the value (line and column, counted in the annotation's value); for
+// JSON that does not parse it wraps the *json.SyntaxError, whose Offset
+// places the break in the value.
 func ExamplesError(csv *operatorsv1alpha1.ClusterServiceVersion) error {
 	raw, ok := csv.Annotations["alm-examples"]
 	if !ok || strings.TrimSpace(raw) == "" {
@@ -146,10 +148,10 @@ func ExamplesError(csv *operatorsv1alpha1.ClusterServiceVersion) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn) && syn.Offset >= int64(len(raw)):
-		err = fmt.Errorf("not valid JSON: %v (at the end of the value: a bracket, brace or string is not closed)", syn)
+		err = fmt.Errorf("not valid JSON: %w (at the end of the value: a bracket, brace or string is not closed)", syn)
 	case errors.As(err, &syn):
 		line, col := lineCol(raw, syn.Offset)
-		err = fmt.Errorf("not valid JSON: %v (line %d, column %d of the value)", syn, line, col)
+		err = fmt.Errorf("not valid JSON: %w (line %d, column %d of the value)", syn, line, col)
 	case errors.As(err, &typ):
 		where := ""
 		if typ.Field != "" {

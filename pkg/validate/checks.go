@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
+	"github.com/statuscheck/statuscheck/pkg/apiserver"
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
 	"github.com/statuscheck/statuscheck/pkg/contract"
@@ -306,12 +307,12 @@ func checkExampleInvalid(ctx *Context) []Issue {
 	}
 	var out []Issue
 	if r.exampleRefused != nil {
-		p := manifest.NewPath("metadata", "annotations").Key(r.exampleKey)
-		out = append(out, at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example of %s (statuscheck creates it as the console does): %s", ctx.Source.Kind, r.exampleKey, r.exampleRefused.Error()))
+		out = append(out, ctx.refusedExample(r.exampleKey, r.exampleIndex, r.exampleRefused,
+			"the apiserver refuses to create the %s example of %s (statuscheck creates it as the console does): %s", ctx.Source.Kind, r.exampleKey, r.exampleRefused.Error()))
 	}
 	for _, o := range r.othersRefused {
-		p := manifest.NewPath("metadata", "annotations").Key(o.example.Key)
-		out = append(out, at(ctx.CSV.Doc, p, "the apiserver refuses to create the %s example %s (statuscheck creates it as the console does): %s", ctx.Source.Kind, o.example.Describe(), o.refusal.Error()))
+		out = append(out, ctx.refusedExample(o.example.Key, o.example.Index, o.refusal,
+			"the apiserver refuses to create the %s example %s (statuscheck creates it as the console does): %s", ctx.Source.Kind, o.example.Describe(), o.refusal.Error()))
 	}
 	return out
 }
@@ -324,6 +325,44 @@ func checkExampleInvalid(ctx *Context) []Issue {
 // since their fix needs the conditions in the schema first.
 func (r *probeResults) conditionsUndescribed() bool {
 	return r.statusRefused == nil && (!r.conditionsKept || r.anyConditions)
+}
+
+// refusedExample is the finding on an example the apiserver refuses, the
+// entry index of alm-examples or the initialization resource (index -1),
+// both under the CSV annotation key. It points at the first field the
+// refusal names that can be placed in the example (of one the example
+// lacks, as a required field, the deepest part it has), else at the
+// annotation: inExample says which can.
+func (ctx *Context) refusedExample(key string, index int, rf *apiserver.Refusal, format string, args ...interface{}) Issue {
+	is := at(ctx.CSV.Doc, manifest.NewPath("metadata", "annotations").Key(key), format, args...)
+	var entry manifest.Path
+	if index >= 0 {
+		entry = entry.Index(index)
+	}
+	for _, fe := range rf.Fields {
+		field := manifest.ParsePath(fe.Field)
+		for depth := len(field); depth > 0; depth-- {
+			if ctx.inExample(&is, key, append(entry[:len(entry):len(entry)], field[:depth]...)) {
+				return is
+			}
+		}
+	}
+	return is
+}
+
+// inExample points is at the value at inner inside the JSON of the CSV
+// annotation key, and names it in is.Field, when its line and column can
+// be told exactly (the annotation is a literal block scalar, as
+// operator-sdk writes alm-examples: manifest.EmbeddedJSONPos); otherwise
+// it leaves is as it is and returns false.
+func (ctx *Context) inExample(is *Issue, key string, inner manifest.Path) bool {
+	p := manifest.NewPath("metadata", "annotations").Key(key)
+	pos, ok := ctx.CSV.Doc.LocateEmbedded(p, inner)
+	if !ok {
+		return false
+	}
+	is.Pos, is.Field = pos, append(p, inner...).String()
+	return true
 }
 
 func checkConditionsSchema(ctx *Context) []Issue {
@@ -494,7 +533,53 @@ func checkInitResource(ctx *Context) []Issue {
 	if len(diffs) == 0 {
 		return nil
 	}
-	return []Issue{at(ctx.CSV.Doc, p, "the initialization resource has %s: the CR created at install time is not the one the gate reads", strings.Join(diffs, "; "))}
+	is := at(ctx.CSV.Doc, p, "the initialization resource has %s: the CR created at install time is not the one the gate reads", strings.Join(diffs, "; "))
+	if field := initResourceField(raw, ir, src); field != nil {
+		ctx.inExample(&is, v1alpha1.InitializationResourceKey, field)
+	}
+	return []Issue{is}
+}
+
+// initResourceField is the field of the initialization resource raw that
+// differs first from the status source (kind, then the group in
+// apiVersion, name, namespace), as ir read it; nil when the JSON does not
+// hold ir's value there (ParseObjectRef also reads YAML, and matches keys
+// regardless of case).
+func initResourceField(raw string, ir contract.ObjectRef, src *v1alpha1.StatusSource) manifest.Path {
+	var obj map[string]interface{}
+	if json.Unmarshal([]byte(raw), &obj) != nil {
+		return nil
+	}
+	str := func(p ...string) string {
+		var v interface{} = obj
+		for _, k := range p {
+			m, _ := v.(map[string]interface{})
+			v = m[k]
+		}
+		s, _ := v.(string)
+		return s
+	}
+	group, _, versioned := strings.Cut(str("apiVersion"), "/")
+	if !versioned {
+		group = "" // the core group: "v1"
+	}
+	// The field, when it holds what ParseObjectRef read there.
+	field := func(same bool, p ...string) manifest.Path {
+		if !same {
+			return nil
+		}
+		return manifest.NewPath(p...)
+	}
+	switch gv := src.GroupVersion(); {
+	case ir.Kind != src.Kind:
+		return field(str("kind") == ir.Kind, "kind")
+	case ir.Group != gv.Group:
+		return field(group == ir.Group, "apiVersion")
+	case ir.Name != src.Name:
+		return field(str("metadata", "name") == ir.Name, "metadata", "name")
+	default:
+		return field(str("metadata", "namespace") == ir.Namespace, "metadata", "namespace")
+	}
 }
 
 func orCore(g string) string {

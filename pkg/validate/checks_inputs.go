@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,6 +41,7 @@ func checkALMExamples(ctx *Context) []Issue {
 		return nil
 	}
 	is := at(ctx.CSV.Doc, almExamplesPath, "the CSV's alm-examples is %v", err)
+	ctx.almExamplesBreak(&is, err)
 	switch {
 	case !ctx.Resolvable():
 		is.Message += ": the console offers no example CR to create"
@@ -53,6 +56,36 @@ func checkALMExamples(ctx *Context) []Issue {
 		}
 	}
 	return []Issue{is}
+}
+
+// almExamplesBreak points is at where alm-examples, written as a literal
+// block scalar, stops being a JSON list of objects: the character the JSON
+// breaks at (its last one when a bracket, brace or string is not closed),
+// or the first entry that is not an object. It leaves is at the
+// annotation when that cannot be told exactly (manifest.BlockScalarPos).
+func (ctx *Context) almExamplesBreak(is *Issue, err error) {
+	raw := ctx.CSV.Obj.Annotations["alm-examples"]
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		off := int(syn.Offset) - 1 // the byte the parser stopped at
+		if off >= len(raw) || off < 0 {
+			off = len(strings.TrimRight(raw, " \t\r\n")) - 1
+		}
+		if pos, ok := ctx.CSV.Doc.LocateInString(almExamplesPath, off); ok {
+			is.Pos = pos
+		}
+		return
+	}
+	var list []interface{}
+	if json.Unmarshal([]byte(raw), &list) != nil {
+		return
+	}
+	for i, e := range list {
+		if _, ok := e.(map[string]interface{}); !ok {
+			ctx.inExample(is, "alm-examples", manifest.Path{}.Index(i))
+			return
+		}
+	}
 }
 
 func fromInitialization(examples []bundle.Example) bool {

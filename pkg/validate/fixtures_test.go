@@ -164,8 +164,9 @@ var fixtures = []fixture{
 		edits: []edit{{csvFile, `    operatorframework.io/initialization-resource: '{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`,
 			"    operatorframework.io/initialization-resource: |\n      apiVersion: cool.operators.corp/v1alpha1\n      kind: CoolOperator\n      metadata:\n        name: cool-operator\n"}}},
 
-	{rule: "status-source-example-invalid", comment: "the console's example sets a storage layer the CRD does not allow",
-		edits: []edit{{csvFile, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "Oracle"}}'`}}},
+	{rule: "status-source-example-invalid", comment: "the console's example (the initialization resource, a quoted string: the finding is at the annotation) and the alm-examples sample (a literal block: the finding is at the field) set storage layers the CRD does not allow",
+		edits: []edit{{csvFile, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}'`, `"metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "Oracle"}}'`},
+			{csvFile, `"spec": {"storageLayer": "PostgreSQL"}}]`, `"spec": {"storageLayer": "DB2"}}]`}}},
 	{rule: "status-source-example-invalid", pass: true, comment: "the example only in alm-examples, without an initialization resource (whenAbsent Block: nothing else shows the CR exists)",
 		edits: []edit{{csvFile, initResource + "\n", ""}, annotation(`{` + cool + `,"whenAbsent":"Block"}`)}},
 

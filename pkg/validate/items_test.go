@@ -119,9 +119,10 @@ func TestItem9StatusSourceThatMayNeverExist(t *testing.T) {
 }
 
 // TestItem10InvalidALMExamples is issue 27, item 10: alm-examples that is
-// not JSON was silence. Now it is a finding at the annotation's line with
-// the JSON error: an error when the status source's example would come
-// from it (no initialization resource), a warning when it comes from the
+// not JSON was silence. Now it is a finding where the JSON breaks (in a
+// literal block scalar; else at the annotation) with the JSON error: an
+// error when the status source's example would come from it (no
+// initialization resource), a warning when it comes from the
 // initialization resource.
 func TestItem10InvalidALMExamples(t *testing.T) {
 	broken := edit{csvFile, `"spec": {"storageLayer": "PostgreSQL"}}]`, `"spec": {"storageLayer": "PostgreSQL"}}`}
@@ -131,7 +132,8 @@ func TestItem10InvalidALMExamples(t *testing.T) {
 	fd := got[0]
 	assert.Equal(t, result.Error, fd.Severity)
 	assert.Equal(t, filepath.Join(dir, csvFile), fd.File)
-	assert.Equal(t, lineOf(t, fd.File, "alm-examples:"), fd.Line, "the annotation's line")
+	assert.Equal(t, lineOf(t, fd.File, "alm-examples:")+1, fd.Line, "the value's line, a literal block's")
+	assert.Equal(t, len(`      [{"apiVersion": "cool.operators.corp/v1beta1", "kind": "CoolOperator", "metadata": {"name": "cool-operator"}, "spec": {"storageLayer": "PostgreSQL"}}`), fd.Column, "its last character: the bracket is not closed")
 	assert.Equal(t, "metadata.annotations[alm-examples]", fd.Field)
 	assert.Contains(t, fd.Message, "not valid JSON: unexpected end of JSON input (at the end of the value: a bracket, brace or string is not closed)")
 	assert.Contains(t, fd.Message, "the status source's example would come from alm-examples")

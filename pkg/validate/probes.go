@@ -86,8 +86,11 @@ type probeResults struct {
 	reservedKept bool
 	// exampleRefused is the refusal of the example CR's create.
 	exampleRefused *apiserver.Refusal
-	// exampleKey is the CSV annotation the example came from.
-	exampleKey string
+	// exampleKey is the CSV annotation the example came from, and
+	// exampleIndex its place in alm-examples (-1: the initialization
+	// resource).
+	exampleKey   string
+	exampleIndex int
 	// othersRefused are the refusals of the other examples of the kind
 	// (every one the console offers is probed).
 	othersRefused []exampleRefusal
@@ -255,7 +258,7 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 	var example map[string]interface{}
 	primary := bundle.ConsoleExample(all, ctx.Source)
 	if primary != nil {
-		example, r.exampleKey = primary.Object, primary.Key
+		example, r.exampleKey, r.exampleIndex = primary.Object, primary.Key, primary.Index
 	}
 	r.tokens, r.tokenErrs = ctx.Version.HandshakeTokens(ctx.Source)
 	var written runtime.Object = ctx.CRD.V1
