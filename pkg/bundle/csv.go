@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -96,35 +94,14 @@ func unmarshalAsRequest(raw string, into interface{}) error {
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	out, err := json.Marshal(asTheConsoleSends(v))
+	// encoding/json writes a float64 "as if by ES6 number to string
+	// conversion" (floatEncoder in encoding/json/encode.go), which is
+	// JSON.stringify's: JSON.parse then JSON.stringify is this round trip.
+	out, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	return sigsjson.UnmarshalCaseSensitivePreserveInts(out, into)
-}
-
-// asTheConsoleSends writes each number of a JSON.parse'd value as
-// JSON.stringify would (unmarshalAsRequest): a whole number below 1e21 as
-// an integer, which Go's encoding/json writes without a fraction only for
-// an integer type, and the rest as it is.
-func asTheConsoleSends(v interface{}) interface{} {
-	switch v := v.(type) {
-	case map[string]interface{}:
-		for k, e := range v {
-			v[k] = asTheConsoleSends(e)
-		}
-	case []interface{}:
-		for i, e := range v {
-			v[i] = asTheConsoleSends(e)
-		}
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1e21 {
-			// Its digits, which fit no int64 past 2^63: the apiserver
-			// then keeps a float64, as it does for the text.
-			return json.Number(strconv.FormatFloat(v, 'f', -1, 64))
-		}
-	}
-	return v
 }
 
 // ExamplesError says why the CSV's alm-examples is not what OLM's console
