@@ -132,6 +132,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/generate FuzzSetAnnotation $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/generate FuzzAddAt $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/bridge/sidecar FuzzParse $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./pkg/bridge/sidecar FuzzCheckImage $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/trace FuzzReadTrace $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./pkg/bridge FuzzDecide $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./internal/jsonobj FuzzEqual $(FUZZTIME)
