@@ -133,6 +133,14 @@ var (
 		{crdFile, "                    status:\n                      type: string\n                      enum:\n                      - \"True\"\n                      - \"False\"\n                      - Unknown\n", ""},
 		{crdFile, "                  - type\n                  - status\n", "                  - type\n"},
 	}
+	// conditionTypeUndescribed takes the condition's type out of the
+	// schema: out of required, and out of the map list's keys, which
+	// would refuse the CRD.
+	conditionTypeUndescribed = []edit{
+		{crdFile, "                x-kubernetes-list-type: map\n                x-kubernetes-list-map-keys:\n                - type\n", ""},
+		{crdFile, "                    type:\n                      type: string\n                      maxLength: 316\n", ""},
+		{crdFile, "                  - type\n                  - status\n", "                  - status\n"},
+	}
 	noStatusSubresource = edit{crdFile, "    subresources:\n      status: {}\n", ""}
 	withBridge          = []edit{bridgeDeclared, bridgeContainer}
 )
@@ -172,6 +180,10 @@ func TestNeverUpgradeableSaysWhatTheSchemaPrunes(t *testing.T) {
 			edits: append([]edit{conditionsUndescribed}, withBridge...),
 			has: []string{"the apiserver drops what the gate reads: " + where + "status.conditions, so every status write the operator makes loses the conditions",
 				"add status.conditions to the schema, a list of metav1.Condition"}},
+		{name: "the condition's type and observedGeneration pruned, the bridge reading status.observedGeneration",
+			edits:  append(append([]edit{conditionOGUndescribed}, conditionTypeUndescribed...), withBridge...),
+			has:    []string{where + "status.conditions[].type, so", "add type (type: string)"},
+			hasNot: []string{"observedGeneration, so", "observedGeneration (type"}},
 		{name: "no status subresource, the bridge: not the schema",
 			edits:  append([]edit{noStatusSubresource}, withBridge...),
 			has:    []string{"Upgradeable=False; `statuscheck simulate --explore --bundle "},

@@ -367,11 +367,12 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 					r.conditionPruned = append(r.conditionPruned, f)
 				}
 			}
+			_, r.conditionOGKept = back["observedGeneration"]
 		}
-		if c := findCondition(conds, src.ConditionTypes()[0]); c != nil {
-			_, r.conditionOGKept = c["observedGeneration"]
-			_, r.statusOGKept = st["observedGeneration"]
-		}
+		// Whatever became of the conditions: a schema that prunes a
+		// condition's type must not make status.observedGeneration look
+		// pruned too.
+		_, r.statusOGKept = st["observedGeneration"]
 		if ackPath != nil {
 			v, ok, _ := unstructured.NestedFieldNoCopy(st, ackPath[1:]...)
 			r.ackKept = ok && fmt.Sprint(v) == "1"
