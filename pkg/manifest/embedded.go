@@ -73,7 +73,9 @@ func (d *Document) stringNode(p Path) *yaml.Node {
 // is not where a character of a line begins (past the value's end, in a
 // line break, inside a UTF-8 sequence).
 func BlockScalarPos(src []byte, n *yaml.Node, off int) (line, col int, ok bool) {
-	if n == nil || n.Kind != yaml.ScalarNode || n.Style&yaml.LiteralStyle == 0 || n.Line < 1 || n.Column < 1 ||
+	// A tag other than !!str (!!binary: the text is base64 of the value)
+	// makes the file's text another thing than the value.
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || n.Style&yaml.LiteralStyle == 0 || n.Line < 1 || n.Column < 1 ||
 		off < 0 || off >= len(n.Value) || n.Value[off] == '\n' || !utf8.RuneStart(n.Value[off]) {
 		return 0, 0, false
 	}

@@ -140,6 +140,14 @@ func TestBlockScalarPos(t *testing.T) {
 		_, _, ok := BlockScalarPos([]byte(src), n, off)
 		assert.False(t, ok, "offset %d", off)
 	}
+	// !!binary: the file holds base64, the value what it decodes to.
+	for _, src := range []string{"a: !!binary |\n  WzEsCiAyXQ==\n", "a: !!binary |\n  WzEsMl0=\n"} {
+		docs, err := Parse("t.yaml", []byte(src), DefaultLimits)
+		require.NoError(t, err)
+		n := docs[0].Node.Content[1]
+		_, _, ok := BlockScalarPos([]byte(src), n, 0)
+		assert.False(t, ok, "%q", src)
+	}
 }
 
 // jsonPaths lists the paths into v, depth first, at most max of them.

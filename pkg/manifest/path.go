@@ -32,6 +32,11 @@ func (e PathElem) Name() (name string, isIndex bool) {
 	return e.name, false
 }
 
+// Index returns the element's list index, and whether it is one.
+func (e PathElem) Index() (int, bool) {
+	return e.index, e.kind == indexElem
+}
+
 // Path is a field path inside an object, printed like Kubernetes' field.Path
 // ("spec.versions[0].schema", "metadata.annotations[a/b]"). Unlike field.Path
 // it can be walked, which is what finding a position needs.

@@ -342,12 +342,47 @@ func (ctx *Context) refusedExample(key string, index int, rf *apiserver.Refusal,
 	for _, fe := range rf.Fields {
 		field := manifest.ParsePath(fe.Field)
 		for depth := len(field); depth > 0; depth-- {
-			if ctx.inExample(&is, key, append(entry[:len(entry):len(entry)], field[:depth]...)) {
+			inner := append(entry[:len(entry):len(entry)], field[:depth]...)
+			if !ctx.dottedOnPath(key, inner) && ctx.inExample(&is, key, inner) {
 				return is
 			}
 		}
 	}
 	return is
+}
+
+// dottedOnPath says whether an object on the way to inner in the JSON of
+// the CSV annotation key has a key with a dot. The apiserver's schema
+// errors join keys with dots (kube-openapi's ObjectValidator.Validate:
+// o.Path+"."+key), so that spec.tier.gold names the key "tier.gold" of
+// spec as well as gold of spec.tier: a path parsed from it may be the
+// wrong place, and a shorter one, above the dotted key, is not.
+func (ctx *Context) dottedOnPath(key string, inner manifest.Path) bool {
+	var v interface{}
+	if json.Unmarshal([]byte(ctx.CSV.Obj.Annotations[key]), &v) != nil {
+		return true
+	}
+	for _, e := range inner {
+		switch c := v.(type) {
+		case map[string]interface{}:
+			for k := range c {
+				if strings.Contains(k, ".") {
+					return true
+				}
+			}
+			name, _ := e.Name()
+			v = c[name]
+		case []interface{}:
+			i, ok := e.Index()
+			if !ok || i < 0 || i >= len(c) {
+				return false
+			}
+			v = c[i]
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // inExample points is at the value at inner inside the JSON of the CSV

@@ -82,6 +82,15 @@ func TestExampleFindingsPointAtTheField(t *testing.T) {
 			edits: slices.Concat(sdkExample, []edit{storageRequired, {csvFile, "            \"storageLayer\": \"Oracle\"\n", "            \"size\": 3\n"}}),
 			rule:  "status-source-example-invalid",
 			want:  []where{{line: 14, col: 19, field: almField + "[0].spec", text: "{\n"}}},
+		{name: "a key with a dot beside the keys the refusal's path may join: above it",
+			// The apiserver names the refused "tier.gold" spec.tier.gold,
+			// as it would name gold of spec.tier ("fine").
+			edits: slices.Concat(sdkExample, []edit{
+				{csvFile, "            \"storageLayer\": \"Oracle\"\n", "            \"storageLayer\": \"PostgreSQL\",\n            \"tier\": {\"gold\": \"fine\"},\n            \"tier.gold\": \"bad\"\n"},
+				{crdFile, "          spec:\n            type: object\n            properties:\n",
+					"          spec:\n            type: object\n            properties:\n              tier:\n                type: object\n                properties:\n                  gold:\n                    type: string\n              tier.gold:\n                type: string\n                enum:\n                - fine\n"}}),
+			rule: "status-source-example-invalid",
+			want: []where{{line: 14, col: 19, field: almField + "[0].spec", text: "{\n"}}},
 		{name: "folded: at the annotation",
 			edits: slices.Concat(sdkExample, []edit{{csvFile, "    alm-examples: |-\n", "    alm-examples: >-\n"}}),
 			rule:  "status-source-example-invalid",
