@@ -466,7 +466,7 @@ func checkListType(ctx *Context) []Issue {
 	if node := ctx.schemaNode(p); node != nil && node.XListType != nil {
 		desc = "is x-kubernetes-list-type: " + *node.XListType
 		if *node.XListType == "map" {
-			desc = fmt.Sprintf("is a map list keyed by %v, not by type", node.XListMapKeys)
+			desc = fmt.Sprintf("is a map list keyed by %s, not by type", strings.Join(node.XListMapKeys, ", "))
 		}
 	}
 	return []Issue{atKey(ctx.CRD.Doc, p, "the apiserver accepts two %s conditions in one status (a status write holding both, True and False, is accepted): status.conditions of CRD %s version %s %s, and OLM reads only the first",

@@ -220,3 +220,15 @@ func TestNeverUpgradeableSaysWhatTheSchemaPrunes(t *testing.T) {
 		})
 	}
 }
+
+// TestListTypeNamesTheKeysInWords: conditions kept as a map list keyed by
+// other fields are named by those fields, in words, not as a Go slice.
+func TestListTypeNamesTheKeysInWords(t *testing.T) {
+	_, findings := edited(t, fixture{edits: []edit{
+		{crdFile, "                x-kubernetes-list-map-keys:\n                - type\n", "                x-kubernetes-list-map-keys:\n                - status\n                - reason\n"},
+	}})
+	got := ofRule(findings, "conditions-list-type")
+	require.Len(t, got, 1, "findings: %+v", findings)
+	assert.Contains(t, got[0].Message, "is a map list keyed by status, reason, not by type")
+	assert.NotContains(t, got[0].Message, "[")
+}
