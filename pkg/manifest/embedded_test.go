@@ -140,6 +140,18 @@ func TestBlockScalarPos(t *testing.T) {
 		_, _, ok := BlockScalarPos([]byte(src), n, off)
 		assert.False(t, ok, "offset %d", off)
 	}
+	// A tag on the line above the header, and a value whose line reads
+	// like the header: the value is on line 3, not on the header's line.
+	{
+		src := "a: !!str\n  |-\n  |-\n"
+		docs, err := Parse("t.yaml", []byte(src), DefaultLimits)
+		require.NoError(t, err)
+		n := docs[0].Node.Content[1]
+		require.Equal(t, "|-", n.Value)
+		if line, col, ok := BlockScalarPos([]byte(src), n, 0); ok {
+			assert.Equal(t, [2]int{3, 3}, [2]int{line, col})
+		}
+	}
 	// !!binary: the file holds base64, the value what it decodes to.
 	for _, src := range []string{"a: !!binary |\n  WzEsCiAyXQ==\n", "a: !!binary |\n  WzEsMl0=\n"} {
 		docs, err := Parse("t.yaml", []byte(src), DefaultLimits)
