@@ -339,11 +339,15 @@ func (ctx *Context) refusedExample(key string, index int, rf *apiserver.Refusal,
 	if index >= 0 {
 		entry = entry.Index(index)
 	}
+	var example interface{}
+	if json.Unmarshal([]byte(ctx.CSV.Obj.Annotations[key]), &example) != nil {
+		return is
+	}
 	for _, fe := range rf.Fields {
 		field := manifest.ParsePath(fe.Field)
 		for depth := len(field); depth > 0; depth-- {
 			inner := append(entry[:len(entry):len(entry)], field[:depth]...)
-			if !ctx.dottedOnPath(key, inner) && ctx.inExample(&is, key, inner) {
+			if !dottedOnPath(example, inner) && ctx.inExample(&is, key, inner) {
 				return is
 			}
 		}
@@ -351,17 +355,13 @@ func (ctx *Context) refusedExample(key string, index int, rf *apiserver.Refusal,
 	return is
 }
 
-// dottedOnPath says whether an object on the way to inner in the JSON of
-// the CSV annotation key has a key with a dot. The apiserver's schema
+// dottedOnPath says whether an object on the way to inner in v, the
+// decoded JSON of a CSV annotation, has a key with a dot. The apiserver's schema
 // errors join keys with dots (kube-openapi's ObjectValidator.Validate:
 // o.Path+"."+key), so that spec.tier.gold names the key "tier.gold" of
 // spec as well as gold of spec.tier: a path parsed from it may be the
 // wrong place, and a shorter one, above the dotted key, is not.
-func (ctx *Context) dottedOnPath(key string, inner manifest.Path) bool {
-	var v interface{}
-	if json.Unmarshal([]byte(ctx.CSV.Obj.Annotations[key]), &v) != nil {
-		return true
-	}
+func dottedOnPath(v interface{}, inner manifest.Path) bool {
 	for _, e := range inner {
 		switch c := v.(type) {
 		case map[string]interface{}:
