@@ -15,10 +15,13 @@
 // times what is live instead of twice, which suits a process whose
 // garbage is most of what it allocates, but no further than the soft
 // limit, where a large input would otherwise take more than it did at 100.
+// Under the floor, the heap is also advised for huge pages where the
+// kernel gives them only to memory so advised (hugepages.go): with the
+// collector off, each byte allocated is a page the kernel maps afresh.
 // Release puts back the settings the process started with
-// (GOGC, default 100, and GOMEMLIMIT) at once, for the commands that run
-// long or grow large. A process started with GOGC or GOMEMLIMIT set is
-// left alone.
+// (GOGC, default 100, and GOMEMLIMIT) at once, and takes that advice
+// back, for the commands that run long or grow large. A process started
+// with GOGC or GOMEMLIMIT set is left alone.
 //
 // Packages initialise in import-path order as far as their imports allow,
 // so this one runs about halfway through the binary's initialisation (when
@@ -119,7 +122,9 @@ func init() {
 	armed = true
 	percent = debug.SetGCPercent(-1)
 	cgroup := memoryLimit(cgroupFiles)
-	limit = debug.SetMemoryLimit(underLimit(Floor, cgroup))
+	floor := underLimit(Floor, cgroup)
+	limit = debug.SetMemoryLimit(floor)
+	adviseHugePages(floor / 4 * HugeShare)
 	after := underLimit(AfterLimit, cgroup)
 	// The first collection finds the sentinel unreachable and queues its
 	// finalizer, which puts the settings back. (Sized and typed so that
@@ -133,8 +138,14 @@ func init() {
 
 // Release puts back the collector's settings the process started with;
 // after the first call, or once the first collection has turned the
-// collector on, it does nothing.
-func Release() { lift(percent, limit) }
+// collector on, it does nothing. It also takes back the huge pages'
+// advice (hugepages.go), which it does once whenever it is called.
+func Release() {
+	lift(percent, limit)
+	mu.Lock()
+	defer mu.Unlock()
+	unadviseHugePages()
+}
 
 // lift turns the collector on, the first time only: GC percent p under
 // the memory limit l.
