@@ -426,7 +426,7 @@ func checkObservedGeneration(ctx *Context) []Issue {
 		return nil
 	}
 	where := ctx.schemaAt("status.conditions[0].observedGeneration")
-	if r.conditionOGKept {
+	if r.conditionOGKept() {
 		return unverifiedObservedGeneration(ctx, r, where)
 	}
 	if r.statusOGKept {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,10 +54,9 @@ type probeResults struct {
 	// write did not keep: the schema does not describe them, so the
 	// apiserver prunes them (set only when the conditions are kept).
 	conditionPruned []string
-	// conditionOGKept and statusOGKept: the condition's own
-	// observedGeneration, and status.observedGeneration, survive the
-	// status write.
-	conditionOGKept, statusOGKept bool
+	// statusOGKept: status.observedGeneration survives the status write
+	// (the condition's own, conditionOGKept).
+	statusOGKept bool
 	// anyConditionOG: a condition's observedGeneration that is an object
 	// was accepted and kept: the schema does not describe it, it
 	// survives only because unknown fields are kept (the CRD's
@@ -99,6 +99,13 @@ type probeResults struct {
 	// integer nor string, which are not probed.
 	tokens    contract.Tokens
 	tokenErrs []*crd.TokenTypeError
+}
+
+// conditionOGKept: the first gated condition's own observedGeneration
+// survives the status write (the conditions are kept, and it is not
+// among what the write pruned).
+func (r *probeResults) conditionOGKept() bool {
+	return r.conditionsKept && !slices.Contains(r.conditionPruned, "observedGeneration")
 }
 
 type exampleRefusal struct {
@@ -367,7 +374,6 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 					r.conditionPruned = append(r.conditionPruned, f)
 				}
 			}
-			_, r.conditionOGKept = back["observedGeneration"]
 		}
 		// Whatever became of the conditions: a schema that prunes a
 		// condition's type must not make status.observedGeneration look
@@ -396,7 +402,7 @@ func runProbes(ctx *Context, all []bundle.Example) *probeResults {
 			_, r.anyConditionOG = c["observedGeneration"].(map[string]interface{})
 		}
 	}
-	if r.anyConditionOG && r.conditionOGKept && ctx.CRD.V1.Spec.PreserveUnknownFields {
+	if r.anyConditionOG && r.conditionOGKept() && ctx.CRD.V1.Spec.PreserveUnknownFields {
 		r.ogKeptOnlyByCRD = !keptWhenPruning(ctx, base, status(contract.StatusTrue))
 	}
 	dup := status(contract.StatusTrue)
