@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
@@ -147,6 +149,41 @@ func TestExampleFindingsPointAtTheField(t *testing.T) {
 				got = append(got, w)
 			}
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestInitResourceField: the field an initialization-resource-mismatch
+// finding points at is the first that differs from the status source, in
+// the order kind, group, name, namespace, and only when the JSON holds
+// there the value the reference was read with: YAML, or keys in another
+// case (which ParseObjectRef reads too), give no field, and the finding
+// stays on the annotation.
+func TestInitResourceField(t *testing.T) {
+	src := &v1alpha1.StatusSource{APIVersion: "cool.operators.corp/v1beta1", Kind: "CoolOperator", Name: "cool", Namespace: "ns"}
+	for _, tc := range []struct {
+		name string
+		raw  string
+		want string // the path; "" for none
+	}{
+		{name: "kind differs", raw: `{"apiVersion":"cool.operators.corp/v1beta1","kind":"Other","metadata":{"name":"x","namespace":"y"}}`, want: "kind"},
+		{name: "group differs before name", raw: `{"apiVersion":"other.corp/v1beta1","kind":"CoolOperator","metadata":{"name":"x"}}`, want: "apiVersion"},
+		{name: "the core group", raw: `{"apiVersion":"v1","kind":"CoolOperator","metadata":{"name":"cool","namespace":"ns"}}`, want: "apiVersion"},
+		{name: "name differs", raw: `{"apiVersion":"cool.operators.corp/v1","kind":"CoolOperator","metadata":{"name":"x","namespace":"ns"}}`, want: "metadata.name"},
+		{name: "namespace differs", raw: `{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","metadata":{"name":"cool","namespace":"other"}}`, want: "metadata.namespace"},
+		{name: "namespace absent", raw: `{"apiVersion":"cool.operators.corp/v1beta1","kind":"CoolOperator","metadata":{"name":"cool"}}`, want: "metadata.namespace"},
+		{name: "a key in another case", raw: `{"apiVersion":"cool.operators.corp/v1beta1","Kind":"Other","metadata":{"name":"cool"}}`},
+		{name: "YAML, not JSON", raw: "apiVersion: cool.operators.corp/v1beta1\nkind: Other\nmetadata:\n  name: cool\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ir, err := contract.ParseObjectRef(tc.raw)
+			require.NoError(t, err)
+			got := initResourceField(tc.raw, ir, src)
+			if tc.want == "" {
+				assert.Nil(t, got)
+				return
+			}
+			assert.Equal(t, tc.want, got.String())
 		})
 	}
 }
