@@ -162,6 +162,35 @@ func TestBlockScalarPos(t *testing.T) {
 	}
 }
 
+// TestBlockScalarPosNeedsTheFilesText: BlockScalarPos is given a node and
+// a file apart; where the file's lines under the header are not the
+// node's value as written (another file, or an edited one), it gives no
+// position rather than one that points elsewhere.
+func TestBlockScalarPosNeedsTheFilesText(t *testing.T) {
+	const parsed = "a: |\n  [1,\n\n   2]\n"
+	docs, err := Parse("t.yaml", []byte(parsed), DefaultLimits)
+	require.NoError(t, err)
+	n := docs[0].Node.Content[1]
+	require.Equal(t, "[1,\n\n 2]\n", n.Value)
+	_, _, ok := BlockScalarPos([]byte(parsed), n, 5)
+	require.True(t, ok, "the file the node was parsed from")
+	for _, tc := range []struct {
+		name string
+		src  string
+	}{
+		{name: "a line that holds other text", src: "a: |\n  [1,\n\n   3]\n"},
+		{name: "a line indented more than the first", src: "a: |\n  [1,\n\n     2]\n"},
+		{name: "text where the value has a blank line", src: "a: |\n  [1,\n  x\n   2]\n"},
+		{name: "characters before the indentation", src: "a: |\n  [1,\n\n x 2]\n"},
+		{name: "fewer lines than the value", src: "a: |\n  [1,\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line, col, ok := BlockScalarPos([]byte(tc.src), n, 5)
+			assert.False(t, ok, "gave line %d column %d", line, col)
+		})
+	}
+}
+
 // jsonPaths lists the paths into v, depth first, at most max of them.
 func jsonPaths(v interface{}, max int) []Path {
 	var out []Path
