@@ -140,7 +140,7 @@ fuzz:
 	GO=$(GO) .ci/fuzz ./pkg/guard FuzzParse $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./internal/gcfloor FuzzParseLimit $(FUZZTIME)
 	GO=$(GO) .ci/fuzz ./internal/gcfloor FuzzMappingStart $(FUZZTIME)
-	GO=$(GO) .ci/fuzz ./internal/gcfloor FuzzTHPFiles $(FUZZTIME)
+	GO=$(GO) .ci/fuzz ./internal/gcfloor FuzzTHPSettings $(FUZZTIME)
 
 ## image: the statuscheck image (build/Containerfile), built offline into podman's local
 ## store as a manifest list for IMAGE_PLATFORMS from the binary this checkout builds

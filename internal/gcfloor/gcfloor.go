@@ -18,10 +18,10 @@
 // Under the floor, the heap is also advised for huge pages where the
 // kernel gives them only to memory so advised (hugepages.go): with the
 // collector off, each byte allocated is a page the kernel maps afresh.
-// Release puts back the settings the process started with
-// (GOGC, default 100, and GOMEMLIMIT) at once, and takes that advice
-// back, for the commands that run long or grow large. A process started
-// with GOGC or GOMEMLIMIT set is left alone.
+// The advice goes when the collector comes on. Release puts back the
+// settings the process started with (GOGC, default 100, and GOMEMLIMIT)
+// at once, for the commands that run long or grow large. A process
+// started with GOGC or GOMEMLIMIT set is left alone.
 //
 // Packages initialise in import-path order as far as their imports allow,
 // so this one runs about halfway through the binary's initialisation (when
@@ -124,7 +124,7 @@ func init() {
 	cgroup := memoryLimit(cgroupFiles)
 	floor := underLimit(Floor, cgroup)
 	limit = debug.SetMemoryLimit(floor)
-	adviseHugePages(floor / 4 * HugeShare)
+	adviseHugePages(hugePiece(floor))
 	after := underLimit(AfterLimit, cgroup)
 	// The first collection finds the sentinel unreachable and queues its
 	// finalizer, which puts the settings back. (Sized and typed so that
@@ -138,17 +138,12 @@ func init() {
 
 // Release puts back the collector's settings the process started with;
 // after the first call, or once the first collection has turned the
-// collector on, it does nothing. It also takes back the huge pages'
-// advice (hugepages.go), which it does once whenever it is called.
-func Release() {
-	lift(percent, limit)
-	mu.Lock()
-	defer mu.Unlock()
-	unadviseHugePages()
-}
+// collector on, it does nothing.
+func Release() { lift(percent, limit) }
 
 // lift turns the collector on, the first time only: GC percent p under
-// the memory limit l.
+// the memory limit l. The heap's advice for huge pages goes with the
+// floor (hugepages.go).
 func lift(p int, l int64) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -156,6 +151,7 @@ func lift(p int, l int64) {
 		return
 	}
 	armed = false
+	unadviseHugePages()
 	debug.SetMemoryLimit(l)
 	debug.SetGCPercent(p)
 }

@@ -2,7 +2,9 @@ package gcfloor
 
 import (
 	"bytes"
+	"runtime"
 	"strconv"
+	"strings"
 )
 
 // The heap on huge pages.
@@ -15,20 +17,75 @@ import (
 // most of what validating a bundle costs. With transparent huge pages in
 // "madvise" mode (the default of most distributions), memory advised
 // MADV_HUGEPAGE is mapped 2 MiB a fault instead. The Go runtime advises
-// none of its heap (it stopped in Go 1.21.1), and a mapping it makes
-// later does not inherit an advice given before it; so initialisation
-// has the runtime map the heap the floor is for in one piece (an
-// allocation of HugeShare of it), advises that mapping, from the heap's
-// start, and frees the allocation with a collection of a heap still
-// small, for the allocations that follow to reuse.
+// none of its heap (only some of its own metadata, malloc.go and
+// mpagealloc.go; runtime/extern.go, disablethp, says why it stopped:
+// memory overuse, go.dev/issue/64332, khugepaged making huge pages again
+// of memory the runtime had handed back), and a mapping it makes later
+// does not inherit an advice given before it. So initialisation has the
+// runtime map most of the heap the floor is for in one piece (an
+// allocation), advises that piece, with the heap before it in its
+// mapping and arena, and frees it with one collection of a heap still
+// small, for the allocations that follow to reuse. The
+// advice goes when the collector comes on (lift): a process past the
+// floor, or one that runs long, hands memory back, and advised memory
+// would be made huge pages again.
 // (docs/development.md, "On a machine whose page faults are slow".)
 
-// HugeShare is the share of the floor the heap is made ready on huge
-// pages for, in quarters: three quarters, so that the memory the runtime
-// counts as its own stays under the soft limit its scavenger keeps to
-// (95% of the memory limit, here the floor), which would otherwise hand
-// part of it back to the kernel at once.
+// HugeShare is the share of the floor the piece is, at most, in
+// quarters.
 const HugeShare = 3
+
+// minHugeFloor is the least floor the heap is made ready on huge pages
+// under (a container's memory limit of 128 MiB): under a smaller one the
+// piece, with what the runtime has already, would pass the memory the
+// scavenger keeps to and be handed back to the kernel, after collections
+// the floor is there to spare.
+const minHugeFloor = 64 << 20
+
+// pieceMargin is what the piece leaves, under the scavenger's goal, for
+// the runtime's own structures that grow with it.
+const pieceMargin = 4 << 20
+
+// pieceSize is the size of the piece under a floor of floor bytes when
+// the runtime holds inUse bytes of memory already: HugeShare quarters of
+// the floor, but no more than keeps the runtime's memory under 95% of the
+// floor, the memory limit's scavenging goal (mgcscavenge.go,
+// gcPaceScavenger), with pieceMargin to spare; 0 under minHugeFloor.
+func pieceSize(floor, inUse int64) int64 {
+	if floor < minHugeFloor {
+		return 0
+	}
+	return max(0, min(floor/4*HugeShare, floor/100*95-inUse-pieceMargin))
+}
+
+// hugePiece is pieceSize for the memory the runtime holds now.
+func hugePiece(floor int64) int64 {
+	if floor < minHugeFloor {
+		return 0
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return pieceSize(floor, int64(m.Sys-m.HeapReleased))
+}
+
+// thpDisabled reports whether GODEBUG (its value godebug) turns huge
+// pages off for the heap (runtime/extern.go): disablethp set to a number
+// other than 0, read as the runtime reads it at start-up
+// (runtime1.go, parsegodebug): left to right, a later setting over an
+// earlier one, a value that is not a 32-bit number changing nothing.
+func thpDisabled(godebug string) bool {
+	disabled := false
+	for _, field := range strings.Split(godebug, ",") {
+		key, value, ok := strings.Cut(field, "=")
+		if !ok || key != "disablethp" {
+			continue
+		}
+		if n, err := strconv.ParseInt(value, 10, 32); err == nil {
+			disabled = n != 0
+		}
+	}
+	return disabled
+}
 
 // advised is the range adviseHugePages advised, [lo, hi); empty when it
 // advised none.

@@ -7,16 +7,23 @@ import (
 	"unsafe"
 )
 
+// arenaBytes is the size and alignment of the runtime's heap arenas on
+// 64-bit Linux (heapArenaBytes, malloc.go): the memory of a mapping that
+// lies in the arena of a heap object is heap.
+const arenaBytes = 64 << 20
+
 // adviseHugePages has the runtime map n bytes more of heap in one piece,
-// advises the heap from its start to the end of that piece MADV_HUGEPAGE
-// and frees the piece for the allocations that follow: where the kernel
-// gives huge pages only to memory so advised, and the heap's first
-// mapping is still what it was. Any step that fails leaves the heap as it
-// was. It runs while the collector is off, before the floor's sentinel
-// exists: the collection it asks for must not lift the floor.
+// advises that piece MADV_HUGEPAGE, with what lies before it of the same
+// mapping in the same arena (the heap that initialisation has not filled
+// yet), and frees it for the allocations that follow: where the kernel
+// gives huge pages only to memory so advised, GODEBUG does not turn them
+// off, and n holds a huge page. Once the piece is allocated it is always
+// freed, advised or not. It runs while the collector is off, before the
+// floor's sentinel exists: the collection it asks for must not lift the
+// floor.
 func adviseHugePages(n int64) {
 	mode, err := os.ReadFile(thpModeFile)
-	if err != nil || thpMode(mode) != "madvise" {
+	if err != nil || thpMode(mode) != "madvise" || thpDisabled(os.Getenv("GODEBUG")) {
 		return
 	}
 	sizeData, err := os.ReadFile(thpSizeFile)
@@ -24,10 +31,11 @@ func adviseHugePages(n int64) {
 		return
 	}
 	size := thpSize(sizeData)
-	if size == 0 || n < int64(size) {
+	if size == 0 || n < 4*int64(size) {
 		return
 	}
 	p := mapPiece(n)
+	defer runtime.GC()
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return
@@ -36,15 +44,21 @@ func adviseHugePages(n int64) {
 	if !ok {
 		return
 	}
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		start = max(start, p&^(arenaBytes-1))
+	} else {
+		start = p
+	}
 	lo, hi := hugeRange(start, p+uintptr(n), size)
 	if lo == hi {
 		return
 	}
-	if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, syscall.MADV_HUGEPAGE); e != 0 {
-		return
-	}
+	// Recorded first: where madvise fails part way, the part it advised
+	// is taken back too.
 	advised.lo, advised.hi = lo, hi
-	runtime.GC()
+	if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, syscall.MADV_HUGEPAGE); e != 0 {
+		unadviseHugePages()
+	}
 }
 
 // mapPiece allocates n bytes, which the runtime maps as one piece of
@@ -53,8 +67,9 @@ func mapPiece(n int64) uintptr {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(make([]byte, n))))
 }
 
-// unadviseHugePages takes the advice back (MADV_NOHUGEPAGE), for a
-// process that runs long: what is mapped already stays as it is.
+// unadviseHugePages takes the advice back (MADV_NOHUGEPAGE, which also
+// keeps khugepaged from making huge pages again of memory the scavenger
+// hands back), once the collector is on: what is mapped stays as it is.
 func unadviseHugePages() {
 	if advised.lo == advised.hi {
 		return

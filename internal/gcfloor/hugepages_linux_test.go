@@ -9,74 +9,79 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 )
 
-// hugeHeapReady skips a test where initialisation has nothing to advise:
-// a collector set by GOGC or GOMEMLIMIT, a kernel that is not Linux, or
-// transparent huge pages in another mode than madvise.
+// hugeHeapReady skips a test where initialisation has, by design,
+// nothing to advise: a collector set by GOGC or GOMEMLIMIT, transparent
+// huge pages in another mode than madvise or turned off by GODEBUG, a
+// huge page size the piece cannot hold (arm64 with 64 KiB pages: 512
+// MiB), or a floor under minHugeFloor (a container's small limit).
 func hugeHeapReady(t *testing.T) {
 	t.Helper()
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the package leaves the collector alone")
 	}
-	if runtime.GOOS != "linux" {
-		t.Skip("huge pages are advised on Linux only")
-	}
 	data, err := os.ReadFile(thpModeFile)
 	if err != nil || thpMode(data) != "madvise" {
 		t.Skipf("transparent huge pages are not in madvise mode here (%q, %v)", data, err)
 	}
+	if thpDisabled(os.Getenv("GODEBUG")) {
+		t.Skip("GODEBUG disablethp turns huge pages off for the heap")
+	}
+	sizeData, _ := os.ReadFile(thpSizeFile)
+	floor := underLimit(Floor, memoryLimit(cgroupFiles))
+	if size := int64(thpSize(sizeData)); size == 0 || floor < minHugeFloor || floor/4*HugeShare < 4*size {
+		t.Skipf("nothing to advise: huge pages of %d bytes, a floor of %d", size, floor)
+	}
 }
 
-// thpEligible is smaps' THPeligible for the mapping that holds addr: 1
-// when a fault there may take a huge page.
-func thpEligible(t *testing.T, addr uintptr) string {
+// smapsField is the value of field (THPeligible, AnonHugePages) in
+// /proc/self/smaps for the mapping that holds addr; false when the kernel
+// gives no such field.
+func smapsField(t *testing.T, addr uintptr, field string) (string, bool) {
 	t.Helper()
 	data, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := false
+	in, found := false, false
 	for _, line := range strings.Split(string(data), "\n") {
 		if span, _, _ := strings.Cut(line, " "); strings.Contains(span, "-") && !strings.HasSuffix(span, ":") {
 			lo, hi, _ := strings.Cut(span, "-")
 			a, err1 := strconv.ParseUint(lo, 16, 64)
 			b, err2 := strconv.ParseUint(hi, 16, 64)
 			in = err1 == nil && err2 == nil && uint64(addr) >= a && uint64(addr) < b
+			found = found || in
 			continue
 		}
-		if v, ok := strings.CutPrefix(line, "THPeligible:"); ok && in {
-			return strings.TrimSpace(v)
+		if v, ok := strings.CutPrefix(line, field+":"); ok && in {
+			return strings.TrimSpace(v), true
 		}
 	}
-	t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
-	return ""
+	if !found {
+		t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
+	}
+	return "", false
 }
 
-// vmstat is a counter of /proc/vmstat.
-func vmstat(t *testing.T, name string) uint64 {
+// thpEligible is smaps' THPeligible for the mapping that holds addr: 1
+// when a fault there may take a huge page. A kernel that does not say
+// skips the test.
+func thpEligible(t *testing.T, addr uintptr) string {
 	t.Helper()
-	data, err := os.ReadFile("/proc/vmstat")
-	if err != nil {
-		t.Fatal(err)
+	v, ok := smapsField(t, addr, "THPeligible")
+	if !ok {
+		t.Skip("this kernel's smaps has no THPeligible")
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in /proc/vmstat", name)
-	return 0
+	return v
 }
 
 // inChild runs the test named name again in a process of its own (this
 // test binary, with env set), where nothing but initialisation has run,
-// and fails unless it passes there; it reports whether this is that
-// process.
+// and fails unless it passes there (or skips it where it skips there);
+// it reports whether this is that process.
 func inChild(t *testing.T, name, env string) bool {
 	t.Helper()
 	if os.Getenv(env) == "1" {
@@ -95,11 +100,10 @@ func inChild(t *testing.T, name, env string) bool {
 }
 
 // TestHeapOnHugePages: initialisation (the test binary imports the
-// package) advised the heap for huge pages, and memory the process
-// allocates and touches after it is mapped a huge page a fault: 32 MiB
-// touched a page at a time takes far fewer faults than its 8,192 pages.
-// It runs in a process of its own: another test's Release takes the
-// advice back.
+// package) advised the heap for huge pages, what the process allocates
+// after it lands there, and memory touched a page at a time is mapped a
+// huge page a fault: far fewer faults than its 4 KiB pages. It runs in a
+// process of its own: another test's Release takes the advice back.
 func TestHeapOnHugePages(t *testing.T) {
 	hugeHeapReady(t)
 	if !inChild(t, "TestHeapOnHugePages", "GCFLOOR_HUGE_CHILD") {
@@ -108,21 +112,14 @@ func TestHeapOnHugePages(t *testing.T) {
 	if advised.lo == advised.hi {
 		t.Fatal("initialisation advised nothing")
 	}
-	if hi, want := advised.hi-advised.lo, uintptr(underLimit(Floor, memoryLimit(cgroupFiles))/4*HugeShare); hi < want/2 {
-		t.Errorf("advised %d bytes, want about %d", hi, want)
-	}
 	if got := thpEligible(t, advised.lo); got != "1" {
 		t.Errorf("THPeligible of the advised heap is %q, want 1", got)
 	}
-	if raceEnabled {
-		t.Skip("faults not counted under the race detector: its shadow memory takes its own")
-	}
-	fallback := vmstat(t, "thp_fault_fallback")
+	n := min(32<<20, int(advised.hi-advised.lo)/2)
 	var before, after syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
 		t.Fatal(err)
 	}
-	const n = 32 << 20
 	b := make([]byte, n)
 	for i := 0; i < n; i += 4096 {
 		b[i] = 1
@@ -130,12 +127,19 @@ func TestHeapOnHugePages(t *testing.T) {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
 		t.Fatal(err)
 	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	runtime.KeepAlive(b)
-	if vmstat(t, "thp_fault_fallback") != fallback {
-		t.Skip("the kernel had no huge page to give (thp_fault_fallback grew)")
+	if p < advised.lo || p+uintptr(n) > advised.hi {
+		t.Fatalf("%d bytes allocated at [%#x, %#x), outside the advised [%#x, %#x)", n, p, p+uintptr(n), advised.lo, advised.hi)
 	}
-	if faults := after.Minflt - before.Minflt; faults > n/4096/4 {
-		t.Errorf("32 MiB touched took %d page faults, want under %d (huge pages)", faults, n/4096/4)
+	if raceEnabled {
+		t.Skip("faults not counted under the race detector: its shadow memory takes its own")
+	}
+	if huge, _ := smapsField(t, p, "AnonHugePages"); huge == "0 kB" {
+		t.Skip("the kernel had no huge page to give (AnonHugePages 0 where the memory is)")
+	}
+	if faults := int64(after.Minflt - before.Minflt); faults > int64(n/4096/4) {
+		t.Errorf("%d bytes touched took %d page faults, want under %d (huge pages)", n, faults, n/4096/4)
 	}
 }
 
@@ -144,18 +148,68 @@ func TestHeapOnHugePages(t *testing.T) {
 // own (this test binary again).
 func TestReleaseTakesTheAdviceBack(t *testing.T) {
 	hugeHeapReady(t)
-	if inChild(t, "TestReleaseTakesTheAdviceBack", "GCFLOOR_UNADVISE_CHILD") {
-		lo := advised.lo
-		if lo == advised.hi {
-			t.Fatal("initialisation advised nothing")
-		}
-		Release()
+	if !inChild(t, "TestReleaseTakesTheAdviceBack", "GCFLOOR_UNADVISE_CHILD") {
+		return
+	}
+	lo := advised.lo
+	if lo == advised.hi {
+		t.Fatal("initialisation advised nothing")
+	}
+	Release()
+	if advised.lo != advised.hi {
+		t.Errorf("after Release the advised range is [%#x, %#x)", advised.lo, advised.hi)
+	}
+	if got := thpEligible(t, lo); got != "0" {
+		t.Errorf("after Release THPeligible of the heap is %q, want 0", got)
+	}
+	Release() // again: nothing to take back, no panic
+}
+
+// TestTheAdviceGoesWithTheFloor: a short-lived process that grows past
+// the floor (its first collection) does not keep its heap advised either:
+// the memory the scavenger hands back from then on must stay handed back.
+func TestTheAdviceGoesWithTheFloor(t *testing.T) {
+	hugeHeapReady(t)
+	if !inChild(t, "TestTheAdviceGoesWithTheFloor", "GCFLOOR_LIFT_CHILD") {
+		return
+	}
+	lo := advised.lo
+	if lo == advised.hi {
+		t.Fatal("initialisation advised nothing")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for gcPercent() == -1 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if gcPercent() == -1 {
+		t.Fatal("the first collection did not lift the floor")
+	}
+	mu.Lock()
+	lo2, hi2 := advised.lo, advised.hi
+	mu.Unlock()
+	if lo2 != hi2 {
+		t.Errorf("after the floor the advised range is [%#x, %#x)", lo2, hi2)
+	}
+	if got := thpEligible(t, lo); got != "0" {
+		t.Errorf("after the floor THPeligible of the heap is %q, want 0", got)
+	}
+}
+
+// TestGODEBUGTurnsItOff: with GODEBUG=disablethp=1, which the runtime
+// reads as huge pages off for its heap, initialisation advises nothing.
+func TestGODEBUGTurnsItOff(t *testing.T) {
+	if os.Getenv("GCFLOOR_DISABLED_CHILD") == "1" {
 		if advised.lo != advised.hi {
-			t.Errorf("after Release the advised range is [%#x, %#x)", advised.lo, advised.hi)
+			t.Fatalf("advised [%#x, %#x) under GODEBUG=%s", advised.lo, advised.hi, os.Getenv("GODEBUG"))
 		}
-		if got := thpEligible(t, lo); got != "0" {
-			t.Errorf("after Release THPeligible of the heap is %q, want 0", got)
-		}
-		Release() // again: nothing to take back, no panic
+		return
+	}
+	hugeHeapReady(t) // where, without it, initialisation advises
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGODEBUGTurnsItOff$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "GCFLOOR_DISABLED_CHILD=1", "GODEBUG=gctrace=0,disablethp=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestGODEBUGTurnsItOff")) {
+		t.Fatalf("the child process: %v\n%s", err, out)
 	}
 }

@@ -2,9 +2,10 @@ package gcfloor
 
 import (
 	"bytes"
-	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestTHPMode(t *testing.T) {
@@ -58,10 +59,13 @@ garbage line
 `
 
 func TestMappingStart(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) < 8 {
+		t.Skip("the addresses are 64-bit")
+	}
 	for _, tc := range []struct {
 		name   string
-		addr   uintptr
-		want   uintptr
+		addr   uint64
+		want   uint64
 		wantOK bool
 	}{
 		{name: "inside the heap's first mapping", addr: 0xc000123456, want: 0xc000000000, wantOK: true},
@@ -71,8 +75,8 @@ func TestMappingStart(t *testing.T) {
 		{name: "a line whose end is below its start holds nothing", addr: 0x7ffc0800, wantOK: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := mappingStart([]byte(sampleMaps), tc.addr)
-			if ok != tc.wantOK || got != tc.want {
+			got, ok := mappingStart([]byte(sampleMaps), uintptr(tc.addr))
+			if ok != tc.wantOK || uint64(got) != tc.want {
 				t.Errorf("mappingStart(%#x) = %#x, %v; want %#x, %v", tc.addr, got, ok, tc.want, tc.wantOK)
 			}
 		})
@@ -92,6 +96,7 @@ func TestHugeRange(t *testing.T) {
 		{name: "no whole huge page", start: 3 * mib, end: 5 * mib, size: 2 * mib},
 		{name: "no huge page size", start: 0, end: 8 * mib, size: 0},
 		{name: "rounding up would wrap", start: ^uintptr(0) - mib, end: ^uintptr(0), size: 2 * mib},
+		{name: "end below one huge page", start: 0, end: mib, size: 2 * mib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lo, hi := hugeRange(tc.start, tc.end, tc.size)
@@ -103,29 +108,41 @@ func TestHugeRange(t *testing.T) {
 }
 
 // FuzzMappingStart: whatever /proc/self/maps holds, a start found is
-// that of a line holding the address, no more than it.
+// that of the first line whose range holds the address, and no start is
+// found where no line's range holds it.
 func FuzzMappingStart(f *testing.F) {
 	f.Add([]byte(sampleMaps), uint64(0xc000123456))
 	f.Add([]byte("0-ffffffffffffffff rw-p\n"), uint64(1))
 	f.Add([]byte("10-20\n20-30 x\n"), uint64(0x20))
 	f.Fuzz(func(t *testing.T, maps []byte, addr uint64) {
-		start, ok := mappingStart(maps, uintptr(addr))
-		if !ok {
-			if start != 0 {
-				t.Fatalf("no mapping, start %#x", start)
-			}
+		if uint64(uintptr(addr)) != addr {
 			return
 		}
-		if uint64(start) > addr || !bytes.Contains(bytes.ToLower(maps), []byte(fmt.Sprintf("%x-", start))) {
-			t.Fatalf("start %#x for %#x in %q", start, addr, maps)
+		start, ok := mappingStart(maps, uintptr(addr))
+		var want uint64
+		wantOK := false
+		for _, line := range strings.Split(string(maps), "\n") {
+			span, _, _ := strings.Cut(line, " ")
+			lo, hi, found := strings.Cut(span, "-")
+			a, err1 := strconv.ParseUint(lo, 16, 64)
+			b, err2 := strconv.ParseUint(hi, 16, 64)
+			if found && err1 == nil && err2 == nil && a <= addr && addr < b {
+				want, wantOK = a, true
+				break
+			}
+		}
+		if ok != wantOK || uint64(start) != want {
+			t.Fatalf("mappingStart(%#x) = %#x, %v; the first line holding it starts at %#x (%v) in %q", addr, start, ok, want, wantOK, maps)
 		}
 	})
 }
 
-// FuzzTHPFiles: whatever the kernel's files hold, the mode read is one
-// bracketed word or nothing, and the size a power of two or 0.
-func FuzzTHPFiles(f *testing.F) {
-	for _, s := range []string{"always [madvise] never\n", "[always] madvise never", "2097152\n", "[", "]", "[ ]", "0"} {
+// FuzzTHPSettings: whatever the kernel's files and GODEBUG hold, the
+// mode read is one bracketed word or nothing, the size a power of two or
+// 0, and huge pages are off only where GODEBUG sets disablethp.
+func FuzzTHPSettings(f *testing.F) {
+	for _, s := range []string{"always [madvise] never\n", "[always] madvise never", "2097152\n", "[", "]", "[ ]", "0",
+		"disablethp=1", "disablethp=1,disablethp=0", "gctrace=1,disablethp=2", "disablethp=x"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -135,5 +152,53 @@ func FuzzTHPFiles(f *testing.F) {
 		if n := thpSize(data); n != 0 && (n&(n-1) != 0 || n < 64<<10) {
 			t.Fatalf("size %d from %q", n, data)
 		}
+		if thpDisabled(string(data)) && !bytes.Contains(data, []byte("disablethp=")) {
+			t.Fatalf("huge pages off for %q", data)
+		}
 	})
+}
+
+func TestTHPDisabled(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		godebug string
+		want    bool
+	}{
+		{name: "unset", godebug: "", want: false},
+		{name: "set", godebug: "disablethp=1", want: true},
+		{name: "another number", godebug: "disablethp=2", want: true},
+		{name: "among others", godebug: "gctrace=1,disablethp=1,madvdontneed=1", want: true},
+		{name: "set, then unset", godebug: "disablethp=1,disablethp=0", want: false},
+		{name: "unset, then set", godebug: "disablethp=0,disablethp=1", want: true},
+		{name: "not a number changes nothing", godebug: "disablethp=1,disablethp=yes", want: true},
+		{name: "a longer key", godebug: "xdisablethp=1", want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := thpDisabled(tc.godebug); got != tc.want {
+				t.Errorf("thpDisabled(%q) = %v, want %v", tc.godebug, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPieceSize(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name  string
+		floor int64
+		inUse int64
+		want  int64
+	}{
+		{name: "the default floor: three quarters", floor: 128 * mib, inUse: 10 * mib, want: 96 * mib},
+		{name: "the default floor, much in use: under 95% of it", floor: 128 * mib, inUse: 30 * mib, want: 128*mib/100*95 - 30*mib - 4*mib},
+		{name: "the least floor it works under", floor: 64 * mib, inUse: 10 * mib, want: 64*mib/100*95 - 14*mib},
+		{name: "under the least floor: none", floor: 64*mib - 1, inUse: 0, want: 0},
+		{name: "more in use than the floor: none", floor: 128 * mib, inUse: 200 * mib, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pieceSize(tc.floor, tc.inUse); got != tc.want {
+				t.Errorf("pieceSize(%d, %d) = %d, want %d", tc.floor, tc.inUse, got, tc.want)
+			}
+		})
+	}
 }
