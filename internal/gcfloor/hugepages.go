@@ -25,10 +25,10 @@ import (
 // runtime map most of the heap the floor is for in one piece (an
 // allocation), advises that piece, with the heap before it in its
 // mapping and arena, and frees it with one collection of a heap still
-// small, for the allocations that follow to reuse. The
-// advice goes when the collector comes on (lift): a process past the
-// floor, or one that runs long, hands memory back, and advised memory
-// would be made huge pages again.
+// small, for the allocations that follow to reuse. The advice goes when
+// the collector comes on (lift): a process past the floor, or one that
+// runs long, hands memory back, and advised memory would be made huge
+// pages again.
 // (docs/development.md, "On a machine whose page faults are slow".)
 
 // HugeShare is the share of the floor the piece is, at most, in
@@ -60,9 +60,6 @@ func pieceSize(floor, inUse int64) int64 {
 
 // hugePiece is pieceSize for the memory the runtime holds now.
 func hugePiece(floor int64) int64 {
-	if floor < minHugeFloor {
-		return 0
-	}
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return pieceSize(floor, int64(m.Sys-m.HeapReleased))
