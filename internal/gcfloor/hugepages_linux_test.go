@@ -99,20 +99,33 @@ func inChild(t *testing.T, name, env string) bool {
 	return false
 }
 
+// adviseChild is, for a test of what initialisation advised: the start
+// of the advised range and true in the test's own process (inChild),
+// which it fails where initialisation advised nothing; false in the
+// process that started it. It skips where nothing is to be advised.
+func adviseChild(t *testing.T, name, env string) (uintptr, bool) {
+	t.Helper()
+	hugeHeapReady(t)
+	if !inChild(t, name, env) {
+		return 0, false
+	}
+	if advised.lo == advised.hi {
+		t.Fatal("initialisation advised nothing")
+	}
+	return advised.lo, true
+}
+
 // TestHeapOnHugePages: initialisation (the test binary imports the
 // package) advised the heap for huge pages, what the process allocates
 // after it lands there, and memory touched a page at a time is mapped a
 // huge page a fault: far fewer faults than its 4 KiB pages. It runs in a
 // process of its own: another test's Release takes the advice back.
 func TestHeapOnHugePages(t *testing.T) {
-	hugeHeapReady(t)
-	if !inChild(t, "TestHeapOnHugePages", "GCFLOOR_HUGE_CHILD") {
+	lo, ok := adviseChild(t, "TestHeapOnHugePages", "GCFLOOR_HUGE_CHILD")
+	if !ok {
 		return
 	}
-	if advised.lo == advised.hi {
-		t.Fatal("initialisation advised nothing")
-	}
-	if got := thpEligible(t, advised.lo); got != "1" {
+	if got := thpEligible(t, lo); got != "1" {
 		t.Errorf("THPeligible of the advised heap is %q, want 1", got)
 	}
 	n := min(32<<20, int(advised.hi-advised.lo)/2)
@@ -147,13 +160,9 @@ func TestHeapOnHugePages(t *testing.T) {
 // not keep its heap advised for huge pages. It runs in a process of its
 // own (this test binary again).
 func TestReleaseTakesTheAdviceBack(t *testing.T) {
-	hugeHeapReady(t)
-	if !inChild(t, "TestReleaseTakesTheAdviceBack", "GCFLOOR_UNADVISE_CHILD") {
+	lo, ok := adviseChild(t, "TestReleaseTakesTheAdviceBack", "GCFLOOR_UNADVISE_CHILD")
+	if !ok {
 		return
-	}
-	lo := advised.lo
-	if lo == advised.hi {
-		t.Fatal("initialisation advised nothing")
 	}
 	Release()
 	if advised.lo != advised.hi {
@@ -169,13 +178,9 @@ func TestReleaseTakesTheAdviceBack(t *testing.T) {
 // the floor (its first collection) does not keep its heap advised either:
 // the memory the scavenger hands back from then on must stay handed back.
 func TestTheAdviceGoesWithTheFloor(t *testing.T) {
-	hugeHeapReady(t)
-	if !inChild(t, "TestTheAdviceGoesWithTheFloor", "GCFLOOR_LIFT_CHILD") {
+	lo, ok := adviseChild(t, "TestTheAdviceGoesWithTheFloor", "GCFLOOR_LIFT_CHILD")
+	if !ok {
 		return
-	}
-	lo := advised.lo
-	if lo == advised.hi {
-		t.Fatal("initialisation advised nothing")
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for gcPercent() == -1 && time.Now().Before(deadline) {
