@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/internal/testutil/race"
 )
 
 // TestValidateWarmStart: statuscheck validate as a process parses its
@@ -26,7 +27,7 @@ import (
 // the parse beside the package initialisation is checked for races.
 func TestValidateWarmStart(t *testing.T) {
 	bin := testutil.Binary(t)
-	if raceBuild {
+	if race.Enabled {
 		bin = filepath.Join(t.TempDir(), "statuscheck")
 		cmd := exec.Command("go", "build", "-race", "-o", bin, "./cmd/statuscheck")
 		cmd.Dir = repoRoot

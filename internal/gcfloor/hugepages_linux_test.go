@@ -2,15 +2,17 @@ package gcfloor
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/statuscheck/statuscheck/internal/testutil/race"
 )
 
 // hugeHeapReady skips a test where initialisation has, by design,
@@ -38,30 +40,32 @@ func hugeHeapReady(t *testing.T) {
 }
 
 // smapsField is the value of field (THPeligible, AnonHugePages) in
-// /proc/self/smaps for the mapping that holds addr; false when the kernel
-// gives no such field.
+// /proc/self/smaps for the mapping that holds addr, found as
+// adviseHugePages finds it (mappingStart: smaps starts each mapping's
+// entry with its maps line, "%08x-%08x ..."); false when the kernel gives
+// no such field before the entry's last, VmFlags.
 func smapsField(t *testing.T, addr uintptr, field string) (string, bool) {
 	t.Helper()
 	data, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, found := false, false
-	for _, line := range strings.Split(string(data), "\n") {
-		if span, _, _ := strings.Cut(line, " "); strings.Contains(span, "-") && !strings.HasSuffix(span, ":") {
-			lo, hi, _ := strings.Cut(span, "-")
-			a, err1 := strconv.ParseUint(lo, 16, 64)
-			b, err2 := strconv.ParseUint(hi, 16, 64)
-			in = err1 == nil && err2 == nil && uint64(addr) >= a && uint64(addr) < b
-			found = found || in
-			continue
-		}
-		if v, ok := strings.CutPrefix(line, field+":"); ok && in {
-			return strings.TrimSpace(v), true
-		}
-	}
-	if !found {
+	start, ok := mappingStart(data, addr)
+	if !ok {
 		t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
+	}
+	header := fmt.Sprintf("%08x-", start)
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, header):
+			in = true
+		case !in:
+		case strings.HasPrefix(line, field+":"):
+			return strings.TrimSpace(strings.TrimPrefix(line, field+":")), true
+		case strings.HasPrefix(line, "VmFlags:"):
+			return "", false
+		}
 	}
 	return "", false
 }
@@ -145,7 +149,7 @@ func TestHeapOnHugePages(t *testing.T) {
 	if p < advised.lo || p+uintptr(n) > advised.hi {
 		t.Fatalf("%d bytes allocated at [%#x, %#x), outside the advised [%#x, %#x)", n, p, p+uintptr(n), advised.lo, advised.hi)
 	}
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("faults not counted under the race detector: its shadow memory takes its own")
 	}
 	if huge, _ := smapsField(t, p, "AnonHugePages"); huge == "0 kB" {

@@ -1,5 +1,0 @@
-//go:build !race
-
-package gcfloor
-
-const raceEnabled = false
