@@ -23,9 +23,11 @@ cross:
 	GOOS=windows GOARCH=amd64 $(GO) build ./cmd/...
 	GOOS=darwin GOARCH=arm64 $(GO) build ./cmd/...
 
-## test: lint, then every test (goldens, rule fixtures, the real-bundle corpus, docs/rules.md freshness).
+## test: lint, then every test (goldens, rule fixtures, the real-bundle corpus, docs/rules.md freshness);
+## internal/gcfloor/... again as a toolchain after go1.26 builds it (runtime/debug's functions, not a linkname).
 test: lint
 	$(GO) test $(PKGS)
+	$(GO) test -tags statuscheck_nolinkname ./internal/gcfloor/...
 
 ## plain: the tier without OLM (test/plain, a module of its own): a real kube-apiserver with
 ## ValidatingAdmissionPolicy, the admission guard and statuscheck gate generate writes, and real
@@ -99,6 +101,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags podman ./internal/testutil/kubelet
+	$(GO) vet -tags statuscheck_nolinkname ./internal/gcfloor/... ./internal/cli
 
 ## docs: regenerate docs/rules.md from the rule registry.
 docs:

@@ -3,7 +3,7 @@
 // cmd/statuscheck-cluster, cmd/statuscheck-sdk-validator) import it, for
 // its initialisation, which turns the collector off under a memory limit
 // of Floor, or of half a container's memory limit when that is lower
-// (runtime/debug.SetGCPercent(-1) and SetMemoryLimit), so that neither the
+// (runtime/debug's SetGCPercent(-1) and SetMemoryLimit), so that neither the
 // rest of the binary's package initialisation (some 7 MiB allocated, most
 // of it garbage by main, which under the default GOGC=100 and its 4 MiB
 // first goal costs two or three collections) nor the validation of a
@@ -24,17 +24,20 @@
 // started with GOGC or GOMEMLIMIT set is left alone.
 //
 // Packages initialise in import-path order as far as their imports allow,
-// so this one runs about halfway through the binary's initialisation (when
-// runtime/debug's turn comes), still before the first collection.
+// so this one imports only standard packages whose turn comes early, not
+// runtime/debug nor strings (gcsettings): in today's binaries it is the
+// 30th of some 480 initialisations, before the packages that allocate
+// most (internal/cli's TestGCFloorInitialisesEarly holds it there).
 package gcfloor
 
 import (
+	"bytes"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/statuscheck/statuscheck/internal/gcfloor/gcsettings"
 )
 
 // Floor is the memory limit the collector is off under: the Go runtime's
@@ -89,7 +92,7 @@ func memoryLimit(files []string) int64 {
 // parseLimit reads a cgroup memory limit file's content: a number of
 // bytes, or "max"; 0 for "max" and for anything else it cannot read.
 func parseLimit(data []byte) int64 {
-	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64)
 	if err != nil || n < 0 {
 		return 0
 	}
@@ -120,10 +123,10 @@ func init() {
 		return
 	}
 	armed = true
-	percent = debug.SetGCPercent(-1)
+	percent = int(gcsettings.SetGCPercent(-1))
 	cgroup := memoryLimit(cgroupFiles)
 	floor := underLimit(Floor, cgroup)
-	limit = debug.SetMemoryLimit(floor)
+	limit = gcsettings.SetMemoryLimit(floor)
 	adviseHugePages(hugePiece(floor))
 	after := underLimit(AfterLimit, cgroup)
 	// The first collection finds the sentinel unreachable and queues its
@@ -152,6 +155,6 @@ func lift(p int, l int64) {
 	}
 	armed = false
 	unadviseHugePages()
-	debug.SetMemoryLimit(l)
-	debug.SetGCPercent(p)
+	gcsettings.SetMemoryLimit(l)
+	gcsettings.SetGCPercent(int32(p))
 }

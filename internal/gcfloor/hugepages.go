@@ -2,9 +2,8 @@ package gcfloor
 
 import (
 	"bytes"
-	"runtime"
+	"runtime/metrics"
 	"strconv"
-	"strings"
 )
 
 // The heap on huge pages.
@@ -58,11 +57,19 @@ func pieceSize(floor, inUse int64) int64 {
 	return max(0, min(floor/4*HugeShare, floor/100*95-inUse-pieceMargin))
 }
 
-// hugePiece is pieceSize for the memory the runtime holds now.
+// hugePiece is pieceSize for the memory the runtime holds now: what it
+// has mapped less what it has handed back (MemStats' Sys less
+// HeapReleased, read through runtime/metrics, which, unlike
+// runtime.ReadMemStats, neither stops the world nor flushes every
+// processor's cached spans into the central lists, whose blocks are
+// memory the runtime touches afresh).
 func hugePiece(floor int64) int64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return pieceSize(floor, int64(m.Sys-m.HeapReleased))
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return pieceSize(floor, int64(s[0].Value.Uint64()-s[1].Value.Uint64()))
 }
 
 // thpDisabled reports whether GODEBUG (its value godebug) turns huge
@@ -72,12 +79,12 @@ func hugePiece(floor int64) int64 {
 // earlier one, a value that is not a 32-bit number changing nothing.
 func thpDisabled(godebug string) bool {
 	disabled := false
-	for _, field := range strings.Split(godebug, ",") {
-		key, value, ok := strings.Cut(field, "=")
-		if !ok || key != "disablethp" {
+	for field := range bytes.SplitSeq([]byte(godebug), []byte(",")) {
+		key, value, ok := bytes.Cut(field, []byte("="))
+		if !ok || string(key) != "disablethp" {
 			continue
 		}
-		if n, err := strconv.ParseInt(value, 10, 32); err == nil {
+		if n, err := strconv.ParseInt(string(value), 10, 32); err == nil {
 			disabled = n != 0
 		}
 	}
