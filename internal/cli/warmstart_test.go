@@ -69,7 +69,7 @@ func TestWarmStartInitOrder(t *testing.T) {
 	const self = "github.com/statuscheck/statuscheck/internal/"
 	at := inits.at(t, self+"warmstart")
 	assert.Less(t, inits.at(t, self+"gcfloor"), at)
-	for _, heavy := range []string{"k8s.io/client-go/kubernetes/scheme", "k8s.io/component-base/metrics/legacyregistry", "go.etcd.io/etcd/api/v3/etcdserverpb"} {
+	for _, heavy := range []string{"k8s.io/component-base/metrics/legacyregistry", "github.com/operator-framework/api/pkg/operators/v1alpha1"} {
 		assert.Less(t, at, inits.at(t, heavy), "%s initialises before warmstart starts", heavy)
 	}
 }
@@ -87,7 +87,7 @@ func TestGCFloorInitialisesEarly(t *testing.T) {
 	}
 	inits := initTrace(t)
 	at := inits.at(t, "github.com/statuscheck/statuscheck/internal/gcfloor")
-	for _, heavy := range []string{"k8s.io/kube-openapi/pkg/validation/strfmt", "go.podman.io/image/v5/docker/reference", "k8s.io/client-go/kubernetes/scheme", "google.golang.org/protobuf/types/descriptorpb"} {
+	for _, heavy := range []string{"k8s.io/kube-openapi/pkg/validation/strfmt", "go.podman.io/image/v5/docker/reference", "github.com/distribution/reference", "google.golang.org/protobuf/types/descriptorpb"} {
 		assert.Less(t, at, inits.at(t, heavy), "%s initialises before gcfloor", heavy)
 	}
 	before := 0
