@@ -17,9 +17,10 @@ import (
 )
 
 // TestStatuscheckDoesNotLinkTheClusterClients: the binary a pre-commit
-// hook starts once a bundle does not link controller-runtime's manager or
-// client-go's dynamic client, whose package initialisation every process
-// pays; the cluster commands are in statuscheck-cluster.
+// hook starts once a bundle does not link controller-runtime's manager,
+// client-go's dynamic client, nor its discovery client and the typed
+// clients' scheme that comes with it, whose package initialisation every
+// process pays; the cluster commands are in statuscheck-cluster.
 func TestStatuscheckDoesNotLinkTheClusterClients(t *testing.T) {
 	deps := func(pkg string) []string {
 		cmd := exec.Command("go", "list", "-deps", pkg)
@@ -30,7 +31,8 @@ func TestStatuscheckDoesNotLinkTheClusterClients(t *testing.T) {
 	}
 	heavy := []string{"sigs.k8s.io/controller-runtime/pkg/manager", "sigs.k8s.io/controller-runtime/pkg/client/apiutil",
 		"sigs.k8s.io/controller-runtime/pkg/internal/controller/metrics", "k8s.io/client-go/dynamic",
-		"github.com/statuscheck/statuscheck/internal/cli/cluster", "github.com/statuscheck/statuscheck/pkg/bridge/controller"}
+		"github.com/statuscheck/statuscheck/internal/cli/cluster", "github.com/statuscheck/statuscheck/pkg/bridge/controller",
+		"k8s.io/client-go/discovery", "k8s.io/client-go/kubernetes/scheme", "github.com/statuscheck/statuscheck/pkg/source/served"}
 	light, full := deps("./cmd/statuscheck"), deps("./cmd/statuscheck-cluster")
 	for _, p := range heavy {
 		assert.False(t, slices.Contains(light, p), "cmd/statuscheck links %s", p)

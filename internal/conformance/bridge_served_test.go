@@ -26,6 +26,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/source"
+	"github.com/statuscheck/statuscheck/pkg/source/served"
 )
 
 // installCoolTyped installs the good CRD with the schema of
@@ -49,9 +50,9 @@ var (
 	intOrStringField = apiextv1.JSONSchemaProps{XIntOrString: true, AnyOf: []apiextv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}}
 )
 
-// TestServedTokensOnARealServer: source.FromCluster finds the kind's
+// TestServedTokensOnARealServer: served.Resolve finds the kind's
 // resource and scope by discovery, and the token types it reads from the
-// schema the apiserver serves (OpenAPI v3 discovery, source.ServedTokens)
+// schema the apiserver serves (OpenAPI v3 discovery, served.Tokens)
 // are those the CRD's own schema gives (crd.Version.HandshakeTokens), for
 // each type a token field may have, on both sides of the handshake.
 func TestServedTokensOnARealServer(t *testing.T) {
@@ -76,7 +77,7 @@ func TestServedTokensOnARealServer(t *testing.T) {
 			// The apiserver publishes a new CRD's schema asynchronously.
 			var got *source.Context
 			require.Eventually(t, func() bool {
-				got, err = source.FromCluster(dc, src, "test")
+				got, err = served.Resolve(dc, src, "test")
 				return err == nil
 			}, 20*time.Second, 100*time.Millisecond, "the served schema: %v", err)
 			assert.Equal(t, contract.Tokens{Request: tt.want, Ack: tt.want}, got.Tokens)

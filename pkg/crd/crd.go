@@ -9,6 +9,7 @@ package crd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -266,6 +267,16 @@ type TokenTypeError struct {
 
 func (e *TokenTypeError) Error() string {
 	return fmt.Sprintf("the schema types %s (handshake.%s) as %s; the handshake's token is an increasing count, written as an integer or a string", e.Path, e.Field, e.Type)
+}
+
+// JoinTokenTypeErrors is HandshakeTokens' errors as one error, nil for
+// none.
+func JoinTokenTypeErrors(typeErrs []*TokenTypeError) error {
+	errs := make([]error, len(typeErrs))
+	for i, e := range typeErrs {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
 }
 
 // HandshakeTokens decides the JSON type of src's RequestAck token from the

@@ -28,6 +28,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/bridge/sidecar"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/source"
+	"github.com/statuscheck/statuscheck/pkg/source/served"
 )
 
 // bridgeQPS and bridgeBurst are the bridge's client-side request limit.
@@ -211,7 +212,7 @@ func runFromCluster(ctx gocontext.Context, cfg *rest.Config, annotation string, 
 // clusterSource resolves the status source without a CRD: the annotation
 // (the pod's copy, else the running CSV's), its kind's resource and scope
 // from discovery, and its token types from the schema the cluster serves
-// (source.ServedTokens: never a guess).
+// (served.Tokens: never a guess).
 func clusterSource(ctx gocontext.Context, cfg *rest.Config, annotation string, opts *controller.Options) (err error) {
 	defer func() {
 		// A 404 (the running CSV, the kind's discovery): the CRD not
@@ -238,7 +239,7 @@ func clusterSource(ctx gocontext.Context, cfg *rest.Config, annotation string, o
 	if err != nil {
 		return fmt.Errorf("creating a discovery client: %w", err)
 	}
-	sctx, err := source.FromCluster(dc, src, from)
+	sctx, err := served.Resolve(dc, src, from)
 	if err != nil {
 		return err
 	}

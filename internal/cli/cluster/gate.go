@@ -25,6 +25,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/guard"
 	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/source"
+	"github.com/statuscheck/statuscheck/pkg/source/served"
 )
 
 type gateFlags struct {
@@ -181,14 +182,14 @@ func (a *app) runGate(f gateFlags) error {
 			c := sctx
 			var err error
 			if c.CRD == nil && c.Plural == "" {
-				c, err = source.FromCluster(dc, &src, sctx.From)
+				c, err = served.Resolve(dc, &src, sctx.From)
 			} else {
-				err = source.Served(dc, c)
+				err = served.Check(dc, c)
 			}
 			// Only the cluster's own "not served" may make this a first
 			// install; a discovery call that failed (a timeout, 429, 5xx)
 			// is retried, and fails closed at the deadline.
-			var notServed *source.NotServedError
+			var notServed *served.NotServedError
 			if errors.As(err, &notServed) {
 				return firstInstall(ctx, a.Stderr, dyn, src.Kind+" "+src.Name, f.operatorDeployment, err)
 			}

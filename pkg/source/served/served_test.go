@@ -1,4 +1,4 @@
-package source
+package served
 
 import (
 	"errors"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
+	"github.com/statuscheck/statuscheck/pkg/source"
 )
 
 // servedDoc is an OpenAPI v3 discovery document as an apiserver serves
@@ -64,7 +65,7 @@ func (g fakeGroupVersion) ServerRelativeURL() string     { return "/openapi/v3/a
 // decision crd.Version.HandshakeTokens makes on a CRD; nothing is fetched
 // where no token field needs a type; a schema that cannot be read, or a
 // type that is neither integer nor string, is an error, never a guess.
-func TestServedTokens(t *testing.T) {
+func TestTokens(t *testing.T) {
 	served := func(doc string) *fakeOpenAPI {
 		return &fakeOpenAPI{paths: map[string]openapi.GroupVersion{"apis/cool.io/v1": fakeGroupVersion{doc: doc}}}
 	}
@@ -114,7 +115,7 @@ func TestServedTokens(t *testing.T) {
 				kind = "Cool"
 			}
 			src := &v1alpha1.StatusSource{APIVersion: "cool.io/v1", Kind: kind, Name: "cool", Handshake: tt.handshake}
-			got, err := ServedTokens(tt.client, src)
+			got, err := Tokens(tt.client, src)
 			assert.Equal(t, tt.fetched, tt.client.calls > 0, "fetched")
 			if tt.err != "" {
 				require.Error(t, err)
@@ -132,7 +133,7 @@ func TestServedTokens(t *testing.T) {
 // is a *NotServedError, the one error a gate may read as "not
 // installed"; discovery that failed otherwise (503, 429, a timeout) is
 // another error, so the gate retries and fails closed.
-func TestServedNotServed(t *testing.T) {
+func TestServedNotCheck(t *testing.T) {
 	src := &v1alpha1.StatusSource{APIVersion: "cool.io/v1", Kind: "Cool", Name: "cool"}
 	coolList := &metav1.APIResourceList{GroupVersion: "cool.io/v1", APIResources: []metav1.APIResource{
 		{Name: "cools", Kind: "Cool", Namespaced: true}, {Name: "cools/status", Kind: "Cool", Namespaced: true}}}
@@ -161,10 +162,10 @@ func TestServedNotServed(t *testing.T) {
 				fake.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tt.fail })
 			}
 			dc := &fakediscovery.FakeDiscovery{Fake: fake}
-			c := &Context{Source: src, Plural: "cools", Namespaced: true}
-			errs := map[string]error{"Served": Served(dc, c)}
-			if !tt.served { // served, FromCluster goes on to OpenAPI, which the fake lacks
-				_, errs["FromCluster"] = FromCluster(dc, src, "test")
+			c := &source.Context{Source: src, Plural: "cools", Namespaced: true}
+			errs := map[string]error{"Check": Check(dc, c)}
+			if !tt.served { // served, Resolve goes on to OpenAPI, which the fake lacks
+				_, errs["Resolve"] = Resolve(dc, src, "test")
 			}
 			for fn, err := range errs {
 				var ns *NotServedError
