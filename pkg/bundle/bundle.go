@@ -26,6 +26,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/manifest/typed"
 )
 
 // Bundle-format names, as operator-registry pkg/lib/bundle defines them
@@ -698,7 +699,7 @@ func decodeObject(doc *manifest.Document) (r decoded) {
 	switch kind {
 	case CSVKind:
 		csv := &v1alpha1.ClusterServiceVersion{}
-		if err := manifest.DecodeInto(doc, csv); err != nil {
+		if err := typed.Decode(doc, csv); err != nil {
 			r.problems = append(r.problems, parseProblem(fmt.Errorf("decoding ClusterServiceVersion: %w", err), doc.Pos()))
 			return r
 		}

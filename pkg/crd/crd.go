@@ -24,6 +24,7 @@ import (
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/manifest/typed"
 )
 
 // Kind is the kind of a CustomResourceDefinition.
@@ -59,12 +60,12 @@ func Decode(doc *manifest.Document) (*CRD, error) {
 	switch apiVersion {
 	case apiextv1.SchemeGroupVersion.String():
 		c.V1 = &apiextv1.CustomResourceDefinition{}
-		if err := manifest.DecodeInto(doc, c.V1); err != nil {
+		if err := typed.Decode(doc, c.V1); err != nil {
 			return nil, err
 		}
 	case apiextv1beta1.SchemeGroupVersion.String():
 		c.V1beta1 = &apiextv1beta1.CustomResourceDefinition{}
-		if err := manifest.DecodeInto(doc, c.V1beta1); err != nil {
+		if err := typed.Decode(doc, c.V1beta1); err != nil {
 			return nil, err
 		}
 		defaulted := c.V1beta1.DeepCopy()

@@ -23,6 +23,7 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/manifest/typed"
 	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/source"
 	"github.com/statuscheck/statuscheck/pkg/validate"
@@ -277,7 +278,7 @@ func parseCSV(file string, data []byte) (*manifest.Document, *operatorsv1alpha1.
 	for _, d := range docs {
 		if k, _ := d.Object()["kind"].(string); k == bundle.CSVKind {
 			csv := &operatorsv1alpha1.ClusterServiceVersion{}
-			if err := manifest.DecodeInto(d, csv); err != nil {
+			if err := typed.Decode(d, csv); err != nil {
 				return nil, nil, err
 			}
 			return d, csv, nil

@@ -769,7 +769,8 @@ func (c *converter) value(n *yaml.Node, depth int) (interface{}, error) {
 	return nil, c.errorf(n, false, "unexpected YAML node")
 }
 
-func isMerge(k *yaml.Node) bool {
+// IsMergeKey reports whether mapping key k is a merge key (<<).
+func IsMergeKey(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Tag == "!!merge"
 }
 
@@ -779,7 +780,7 @@ func isMerge(k *yaml.Node) bool {
 func (c *converter) mapping(n *yaml.Node, out map[string]interface{}, depth int) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if isMerge(k) {
+		if IsMergeKey(k) {
 			if err := c.merge(v, out, depth); err != nil {
 				return err
 			}
@@ -974,7 +975,7 @@ func locate(n *yaml.Node, p Path) (*yaml.Node, bool) {
 				next = cur.Content[e.index]
 			}
 		default:
-			next = mappingValue(cur, e.name)
+			next = MappingValue(cur, e.name)
 		}
 		if next == nil {
 			return cur, false
@@ -997,20 +998,22 @@ func mappingKey(n *yaml.Node, e PathElem) *yaml.Node {
 	}
 	var found *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == e.name && !isMerge(k) {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == e.name && !IsMergeKey(k) {
 			found = k // the last one wins, as in the decoded value
 		}
 	}
 	return found
 }
 
-func mappingValue(n *yaml.Node, name string) *yaml.Node {
+// MappingValue is the value of key name in mapping node n, following
+// merge keys (<<) as the conversion does; nil when there is none.
+func MappingValue(n *yaml.Node, name string) *yaml.Node {
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
 	var found *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == name && !isMerge(k) {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == name && !IsMergeKey(k) {
 			found = n.Content[i+1]
 		}
 	}
@@ -1018,7 +1021,7 @@ func mappingValue(n *yaml.Node, name string) *yaml.Node {
 		return found
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if !isMerge(n.Content[i]) {
+		if !IsMergeKey(n.Content[i]) {
 			continue
 		}
 		m := n.Content[i+1]
@@ -1027,7 +1030,7 @@ func mappingValue(n *yaml.Node, name string) *yaml.Node {
 		}
 		switch m.Kind {
 		case yaml.MappingNode:
-			if v := mappingValue(m, name); v != nil {
+			if v := MappingValue(m, name); v != nil {
 				return v
 			}
 		case yaml.SequenceNode:
@@ -1035,11 +1038,64 @@ func mappingValue(n *yaml.Node, name string) *yaml.Node {
 				if item.Kind == yaml.AliasNode && item.Alias != nil {
 					item = item.Alias
 				}
-				if v := mappingValue(item, name); v != nil {
+				if v := MappingValue(item, name); v != nil {
 					return v
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// At is the part of the document at path p, as a document of its own (its
+// node and its converted value), for decoding one piece at a time; nil
+// when p does not exist.
+func (d *Document) At(p Path) *Document {
+	n, ok := locate(d.Node, p)
+	if !ok {
+		return nil
+	}
+	var v interface{} = d.Value
+	for _, e := range p {
+		switch e.kind {
+		case indexElem:
+			l, _ := v.([]interface{})
+			if e.index < 0 || e.index >= len(l) {
+				return nil
+			}
+			v = l[e.index]
+		default:
+			m, _ := v.(map[string]interface{})
+			v = m[e.name]
+		}
+	}
+	return &Document{File: d.File, Index: d.Index, Node: n, Value: v}
+}
+
+// JSONKind is the JSON kind a node decodes to, with Kubernetes' scalar
+// rules: "object", "array", "string", "number", "bool" or "null" ("" for
+// a scalar that does not resolve, or an alias).
+func JSONKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "object"
+	case yaml.SequenceNode:
+		return "array"
+	case yaml.ScalarNode:
+		c := converter{}
+		kind, _, err := c.resolve(n)
+		if err != nil {
+			return ""
+		}
+		switch kind {
+		case kindBool:
+			return "bool"
+		case kindInt, kindFloat:
+			return "number"
+		case kindNull:
+			return "null"
+		}
+		return "string"
+	}
+	return ""
 }

@@ -329,101 +329,6 @@ func utf16le(s string) []byte {
 	return out
 }
 
-type typed struct {
-	Spec struct {
-		Replicas int32    `json:"replicas"`
-		Names    []string `json:"names"`
-		Items    []struct {
-			Served bool `json:"served"`
-		} `json:"items"`
-	} `json:"spec"`
-}
-
-func TestDecodeIntoPointsAtTheBadField(t *testing.T) {
-	in := "spec:\n  replicas: 2\n  names: [a, b]\n  items:\n  - served: true\n  - served: maybe\n"
-	docs, err := Parse("d.yaml", []byte(in), DefaultLimits)
-	require.NoError(t, err)
-	var out typed
-	err = DecodeInto(docs[0], &out)
-	var me *Error
-	require.True(t, errors.As(err, &me), "%v", err)
-	assert.Equal(t, 6, me.Pos.Line)
-	assert.Equal(t, 13, me.Pos.Column)
-	assert.Contains(t, me.Msg, "spec.items.served")
-
-	docs, err = Parse("d.yaml", []byte("spec:\n  replicas: 3\n  names: [x]\n"), DefaultLimits)
-	require.NoError(t, err)
-	require.NoError(t, DecodeInto(docs[0], &out))
-	assert.Equal(t, int32(3), out.Spec.Replicas)
-	assert.Equal(t, []string{"x"}, out.Spec.Names)
-}
-
-// versioned has a field whose type decodes itself and refuses null, as
-// operator-framework/api's OperatorVersion does.
-type versioned struct {
-	Spec struct {
-		Version  strictVersion    `json:"version"`
-		Replicas int32            `json:"replicas"`
-		Limits   map[string]int32 `json:"limits"`
-	} `json:"spec"`
-}
-
-type strictVersion struct{ V string }
-
-func (v *strictVersion) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil || s == "" {
-		return fmt.Errorf("version is empty")
-	}
-	v.V = s
-	return nil
-}
-
-// TestDecodeIntoValues: what DecodeInto takes and refuses, and where it
-// says so. A null the type's own decoder refuses is the zero value, as
-// apimachinery's unstructured converter leaves it; a number the field
-// cannot hold is refused at its line, saying why (the converter wrapped
-// it: 4294967297 was an int32 1).
-func TestDecodeIntoValues(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    versioned
-		line    int    // of the error; 0: no error
-		message string // the error's message contains it
-	}{
-		{name: "a version", in: "spec:\n  version: 1.2.3\n", want: func() (v versioned) { v.Spec.Version.V = "1.2.3"; return }()},
-		{name: "a null version is the zero value", in: "spec:\n  version:\n  replicas: 2\n", want: func() (v versioned) { v.Spec.Replicas = 2; return }()},
-		{name: "a version its type refuses", in: "spec:\n  version: \"\"\n", line: 1, message: "version is empty"},
-		{name: "1.0 is an integer", in: "spec:\n  replicas: 1.0\n", want: func() (v versioned) { v.Spec.Replicas = 1; return }()},
-		{name: "too large for an int32", in: "spec:\n  version: 1.0.0\n  replicas: 4294967297\n", line: 3,
-			message: "field spec.replicas: 4294967297 does not fit an int32"},
-		{name: "too large, in exponent form", in: "spec:\n  replicas: 1e21\n", line: 2, message: "field spec.replicas: 1e+21 does not fit an int32"},
-		{name: "a fraction", in: "spec:\n  replicas: 1.5\n", line: 2, message: "field spec.replicas: 1.5 is not a whole number; it must be an int32"},
-		{name: "a map's value too large", in: "spec:\n  limits:\n    cpu: 1\n    memory: 9999999999\n", line: 4,
-			message: "field spec.limits: the value of memory, 9999999999 does not fit an int32"},
-		{name: "a string for a number", in: "spec:\n  replicas: two\n", line: 2, message: "field spec.replicas: a string where a number belongs"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			docs, err := Parse("d.yaml", []byte(tt.in), DefaultLimits)
-			require.NoError(t, err)
-			var out versioned
-			err = DecodeInto(docs[0], &out)
-			if tt.line == 0 {
-				require.NoError(t, err)
-				assert.Equal(t, tt.want, out)
-				return
-			}
-			var me *Error
-			require.True(t, errors.As(err, &me), "%v", err)
-			assert.Equal(t, "d.yaml", me.Pos.File)
-			assert.Equal(t, tt.line, me.Pos.Line)
-			assert.Contains(t, me.Msg, tt.message)
-		})
-	}
-}
-
 // mixedTypeKeys reports whether some mapping under n holds two keys that are
 // different YAML values but the same JSON key: 0 and "0", 1 and 1.0, true and
 // "true", two .nan. go.yaml.in/yaml/v2 keeps both in one
@@ -468,7 +373,7 @@ func mixedTypeKeys(src []byte, n *yaml3.Node) bool {
 		}
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k := m.Content[i]
-			if isMerge(k) {
+			if IsMergeKey(k) {
 				if keysOf(m.Content[i+1], seen, depth+1) {
 					return true
 				}

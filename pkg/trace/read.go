@@ -19,6 +19,7 @@ import (
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/manifest/typed"
 )
 
 // Format is a trace's input format.
@@ -638,7 +639,7 @@ func applyHeader(t *Trace, doc *manifest.Document) error {
 				head.Value = cp
 			}
 		}
-		if errs := manifest.DecodeStrict(&head, &h); len(errs) > 0 {
+		if errs := typed.DecodeStrict(&head, &h); len(errs) > 0 {
 			for _, e := range errs {
 				if e.Path != "steps" && !strings.HasPrefix(e.Path, "steps.") {
 					return headerError(t.File, e)

@@ -19,6 +19,7 @@ import (
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/strict"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
+	"github.com/statuscheck/statuscheck/pkg/manifest/typed"
 )
 
 // Step is one event of a trace, as the core consumes it.
@@ -204,7 +205,7 @@ func decodeStep(doc *manifest.Document, lineOffset int) (Step, error) {
 		return Step{}, &TraceError{File: file, Line: line, Msg: "a step is a mapping like {actor: user, update: {...}}"}
 	}
 	var w v1alpha1.Step
-	if errs := manifest.DecodeStrict(doc, &w); len(errs) > 0 {
+	if errs := typed.DecodeStrict(doc, &w); len(errs) > 0 {
 		return Step{}, stepError(doc, errs[0], lineOffset)
 	}
 	var present []v1alpha1.Verb
@@ -217,7 +218,7 @@ func decodeStep(doc *manifest.Document, lineOffset int) (Step, error) {
 }
 
 // stepError words a strict decoding error of a step.
-func stepError(doc *manifest.Document, e manifest.FieldError, lineOffset int) error {
+func stepError(doc *manifest.Document, e typed.FieldError, lineOffset int) error {
 	line := e.Pos.Line + lineOffset
 	msg := ""
 	switch {
@@ -246,7 +247,7 @@ func stepError(doc *manifest.Document, e manifest.FieldError, lineOffset int) er
 }
 
 // typeMessage words a mistyped field of a step or a header.
-func typeMessage(e manifest.FieldError) string {
+func typeMessage(e typed.FieldError) string {
 	switch e.Path {
 	case "update", "create":
 		return fmt.Sprintf("%s needs an object", e.Path)
@@ -282,7 +283,7 @@ func wantWord(goType string) string {
 }
 
 // headerError words a strict decoding error of a StatusTrace's header.
-func headerError(file string, e manifest.FieldError) error {
+func headerError(file string, e typed.FieldError) error {
 	switch e.Kind {
 	case strict.Unknown:
 		msg := fmt.Sprintf("unknown StatusTrace field %q", e.Path)

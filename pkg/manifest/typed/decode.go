@@ -1,4 +1,10 @@
-package manifest
+// Package typed decodes manifest documents (package manifest) into Go
+// types as the apiserver decodes them: field names matched exactly, and
+// every error at the line of the field it is about. It is apart from
+// package manifest, which only parses, so that the parse can start while
+// the binary's heavier packages initialise (internal/warmstart):
+// apimachinery, which Decode falls back on, initialises late.
+package typed
 
 import (
 	"encoding/json"
@@ -12,9 +18,11 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
-// DecodeInto decodes the document into a typed object (a CSV, a CRD)
+// Decode decodes the document into a typed object (a CSV, a CRD)
 // through JSON with sigs.k8s.io/json, which matches field names exactly,
 // as the apiserver decodes. (apimachinery's unstructured converter, which
 // it used before, keeps a field cache that copies itself for every new
@@ -24,19 +32,19 @@ import (
 // When a type's own decoder refuses a value instead (an OperatorVersion
 // refuses null), the unstructured converter decides, as before: it leaves
 // a null field at its zero value without asking the type.
-func DecodeInto(doc *Document, into interface{}) (err error) {
+func Decode(doc *manifest.Document, into interface{}) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &Error{Pos: doc.Pos(), Msg: fmt.Sprintf("cannot decode: %v", r)}
+			err = &manifest.Error{Pos: doc.Pos(), Msg: fmt.Sprintf("cannot decode: %v", r)}
 		}
 	}()
 	obj := doc.Object()
 	if obj == nil {
-		return &Error{Pos: doc.Pos(), Msg: "not a YAML mapping"}
+		return &manifest.Error{Pos: doc.Pos(), Msg: "not a YAML mapping"}
 	}
 	data, merr := json.Marshal(obj)
 	if merr != nil {
-		return &Error{Pos: doc.Pos(), Msg: merr.Error()}
+		return &manifest.Error{Pos: doc.Pos(), Msg: merr.Error()}
 	}
 	cerr := kjson.UnmarshalCaseSensitivePreserveInts(data, into)
 	if cerr == nil {
@@ -53,13 +61,13 @@ func DecodeInto(doc *Document, into interface{}) (err error) {
 			if w, ok := numberProblem(ute); ok {
 				msg = fmt.Sprintf("field %s: the value of %s, %s", ute.Field, k.Value, w)
 			}
-			return &Error{Pos: Position{File: doc.File, Line: v.Line, Column: v.Column}, Msg: msg}
+			return &manifest.Error{Pos: manifest.Position{File: doc.File, Line: v.Line, Column: v.Column}, Msg: msg}
 		}
 		n := findTyped(doc.Node, fields, ute.Value)
 		if n == nil {
 			n = doc.Node
 		}
-		return &Error{Pos: Position{File: doc.File, Line: n.Line, Column: n.Column},
+		return &manifest.Error{Pos: manifest.Position{File: doc.File, Line: n.Line, Column: n.Column},
 			Msg: fmt.Sprintf("field %s: %s", ute.Field, wrongValue(ute))}
 	}
 	reset(into)
@@ -67,9 +75,9 @@ func DecodeInto(doc *Document, into interface{}) (err error) {
 		return nil
 	}
 	if jerr != nil {
-		return &Error{Pos: doc.Pos(), Msg: jerr.Error()}
+		return &manifest.Error{Pos: doc.Pos(), Msg: jerr.Error()}
 	}
-	return &Error{Pos: doc.Pos(), Msg: cerr.Error()}
+	return &manifest.Error{Pos: doc.Pos(), Msg: cerr.Error()}
 }
 
 // wrongValue says what is wrong with a value encoding/json could not
@@ -106,7 +114,7 @@ func mapEntryOfKind(n *yaml.Node, fields []string, want string, typ reflect.Type
 		return nil, nil
 	}
 	for _, f := range fields {
-		if n = mappingValue(n, f); n == nil {
+		if n = manifest.MappingValue(n, f); n == nil {
 			return nil, nil
 		}
 	}
@@ -127,9 +135,9 @@ func mapEntryOfKind(n *yaml.Node, fields []string, want string, typ reflect.Type
 func isKind(n *yaml.Node, want string) bool {
 	num, ok := strings.CutPrefix(want, "number ")
 	if !ok {
-		return jsonKind(n) == want
+		return manifest.JSONKind(n) == want
 	}
-	if jsonKind(n) != "number" {
+	if manifest.JSONKind(n) != "number" {
 		return false
 	}
 	a, aerr := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
@@ -185,37 +193,12 @@ func findTyped(n *yaml.Node, fields []string, want string) *yaml.Node {
 		}
 		return nil
 	}
-	v := mappingValue(n, fields[0])
+	v := manifest.MappingValue(n, fields[0])
 	if v == nil {
 		return nil
 	}
-	if len(fields) == 1 && jsonKind(v) == "array" && want != "array" {
+	if len(fields) == 1 && manifest.JSONKind(v) == "array" && want != "array" {
 		return findTyped(v, nil, want)
 	}
 	return findTyped(v, fields[1:], want)
-}
-
-func jsonKind(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "object"
-	case yaml.SequenceNode:
-		return "array"
-	case yaml.ScalarNode:
-		c := converter{}
-		kind, _, err := c.resolve(n)
-		if err != nil {
-			return ""
-		}
-		switch kind {
-		case kindBool:
-			return "bool"
-		case kindInt, kindFloat:
-			return "number"
-		case kindNull:
-			return "null"
-		}
-		return "string"
-	}
-	return ""
 }

@@ -1,4 +1,4 @@
-package manifest
+package typed
 
 import (
 	"encoding/json"
@@ -9,11 +9,12 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/statuscheck/statuscheck/internal/strict"
+	"github.com/statuscheck/statuscheck/pkg/manifest"
 )
 
 // FieldError is a field a strict decode refused, where it is written.
 type FieldError struct {
-	Pos Position
+	Pos manifest.Position
 	*strict.Error
 }
 
@@ -25,10 +26,10 @@ type FieldError struct {
 // nodes, since the converted value keeps only the last). Each error points
 // at the field's line. Whatever decodes is stored in into even when errors
 // are returned.
-func DecodeStrict(doc *Document, into interface{}) []FieldError {
+func DecodeStrict(doc *manifest.Document, into interface{}) []FieldError {
 	var out []FieldError
 	for _, d := range duplicateKeys(doc.Node, nil) {
-		out = append(out, FieldError{Pos: Position{File: doc.File, Line: d.node.Line, Column: d.node.Column},
+		out = append(out, FieldError{Pos: manifest.Position{File: doc.File, Line: d.node.Line, Column: d.node.Column},
 			Error: &strict.Error{Kind: strict.Duplicate, Path: d.path, Err: fmt.Errorf("duplicate field %q", d.path)}})
 	}
 	// The fast path, which a trace of millions of steps takes for each:
@@ -52,11 +53,11 @@ func DecodeStrict(doc *Document, into interface{}) []FieldError {
 		pos := doc.Pos()
 		if e.Path != "" {
 			if e.Kind == strict.Unknown {
-				pos, _ = doc.LocateKey(NewPath(strings.Split(e.Path, ".")...))
+				pos, _ = doc.LocateKey(manifest.NewPath(strings.Split(e.Path, ".")...))
 			} else if n := findTyped(doc.Node, strings.Split(e.Path, "."), e.Got); n != nil {
-				pos = Position{File: doc.File, Line: n.Line, Column: n.Column}
+				pos = manifest.Position{File: doc.File, Line: n.Line, Column: n.Column}
 			} else {
-				pos, _ = doc.Locate(NewPath(strings.Split(e.Path, ".")...))
+				pos, _ = doc.Locate(manifest.NewPath(strings.Split(e.Path, ".")...))
 			}
 		}
 		out = append(out, FieldError{Pos: pos, Error: e})
@@ -86,7 +87,7 @@ func duplicateKeys(n *yaml.Node, path []string) []duplicate {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode || isMerge(k) {
+			if k.Kind != yaml.ScalarNode || manifest.IsMergeKey(k) {
 				continue
 			}
 			for j := 0; j < i; j += 2 { // mappings are small: no map to allocate
@@ -105,29 +106,4 @@ func duplicateKeys(n *yaml.Node, path []string) []duplicate {
 		}
 	}
 	return out
-}
-
-// At is the part of the document at path p, as a document of its own (its
-// node and its converted value), for decoding one piece at a time; nil
-// when p does not exist.
-func (d *Document) At(p Path) *Document {
-	n, ok := locate(d.Node, p)
-	if !ok {
-		return nil
-	}
-	var v interface{} = d.Value
-	for _, e := range p {
-		switch e.kind {
-		case indexElem:
-			l, _ := v.([]interface{})
-			if e.index < 0 || e.index >= len(l) {
-				return nil
-			}
-			v = l[e.index]
-		default:
-			m, _ := v.(map[string]interface{})
-			v = m[e.name]
-		}
-	}
-	return &Document{File: d.File, Index: d.Index, Node: n, Value: v}
 }
