@@ -103,8 +103,9 @@ vet:
 	$(GO) vet -tags podman ./internal/testutil/kubelet
 	$(GO) vet -tags statuscheck_nolinkname ./internal/gcfloor/... ./internal/cli
 
-## upstream: regenerate internal/upstream's copies of the apiserver's registry strategies from
-## the module cache (after a Kubernetes update; a test fails until then).
+## upstream: regenerate internal/upstream's copies of the apiserver's registry strategies and CRD
+## validation (and the helpers they use) from the module cache (after a Kubernetes update; a test
+## fails until then).
 upstream:
 	$(GO) generate ./internal/upstream
 

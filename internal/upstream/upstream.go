@@ -85,11 +85,16 @@ var Sources = []Source{
 	{Module: "k8s.io/apiserver", File: "pkg/registry/generic/registry/store.go", Package: "registry", Funcs: []string{"ShouldDeleteDuringUpdate"}},
 }
 
-// Rewrites are the import paths the copies take from each other instead.
+// Rewrites are the import paths the copies take from each other instead:
+// every package copied, so that no copy (a test in an external package
+// among them) reaches the original.
 var Rewrites = map[string]string{
-	"k8s.io/apiserver/pkg/registry/generic":                            ImportPath + "/generic",
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation": ImportPath + "/validation",
-	"k8s.io/apiserver/pkg/util/webhook":                                ImportPath + "/webhook",
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource":           ImportPath + "/customresource",
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition": ImportPath + "/customresourcedefinition",
+	"k8s.io/apiserver/pkg/registry/generic/registry":                       ImportPath + "/registry",
+	"k8s.io/apiserver/pkg/registry/generic":                                ImportPath + "/generic",
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation":     ImportPath + "/validation",
+	"k8s.io/apiserver/pkg/util/webhook":                                    ImportPath + "/webhook",
 }
 
 // Module is a module as `go list -m` gives it.
@@ -165,6 +170,23 @@ func Generate(mods map[string]Module) (map[string][]byte, error) {
 		out[path.Join(pkg, "doc.go")] = docFile(pkg, files)
 	}
 	return out, errors.Join(errs...)
+}
+
+// importName is the name an import of path p without a name declares,
+// as Go's conventions spell it: the last element, skipping a major
+// version (k8s.io/klog/v2 is klog) and dropping a gopkg.in version
+// (gopkg.in/yaml.v3 is yaml). A package named otherwise is reported as a
+// name no import has.
+func importName(p string) string {
+	elems := strings.Split(p, "/")
+	name := elems[len(elems)-1]
+	if len(elems) > 1 && len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" {
+		name = elems[len(elems)-2]
+	}
+	if i := strings.Index(name, ".v"); i > 0 && strings.HasPrefix(p, "gopkg.in/") {
+		name = name[:i]
+	}
+	return name
 }
 
 // header is the first line of every file Generate makes: Go's mark of
@@ -244,11 +266,13 @@ func copyFile(s Source, m Module, src []byte) ([]byte, error) {
 			}
 			decls = append(decls, found)
 		}
+		// The qualifiers the functions use: identifiers before a dot that
+		// the parser resolved to nothing in the file (package names).
 		used := map[string]bool{}
 		for _, d := range decls {
 			ast.Inspect(d, func(n ast.Node) bool {
 				if sel, ok := n.(*ast.SelectorExpr); ok {
-					if id, ok := sel.X.(*ast.Ident); ok {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Obj == nil {
 						used[id.Name] = true
 					}
 				}
@@ -258,13 +282,14 @@ func copyFile(s Source, m Module, src []byte) ([]byte, error) {
 		b.WriteString("import (\n")
 		for _, spec := range f.Imports {
 			p, _ := strconv.Unquote(spec.Path.Value)
-			name := path.Base(p)
+			name := importName(p)
 			if spec.Name != nil {
 				name = spec.Name.Name
 			}
 			if !used[name] {
 				continue
 			}
+			delete(used, name)
 			if spec.Name != nil {
 				b.WriteString("\t" + spec.Name.Name + " " + importPath(spec) + "\n")
 			} else {
@@ -272,6 +297,14 @@ func copyFile(s Source, m Module, src []byte) ([]byte, error) {
 			}
 		}
 		b.WriteString(")\n")
+		if len(used) > 0 {
+			var names []string
+			for n := range used {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			return nil, fmt.Errorf("%s: no import of the file is named %s", strings.Join(s.Funcs, ", "), strings.Join(names, ", "))
+		}
 		for _, d := range decls {
 			from := d.Pos()
 			if d.Doc != nil {

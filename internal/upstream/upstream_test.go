@@ -45,6 +45,27 @@ func TestCopiesAreCurrent(t *testing.T) {
 			assert.True(t, ok, "%s/%s is not a copy internal/upstream/gen makes", dir, e.Name())
 		}
 	}
+	// No directory of a copy that Sources no longer names.
+	entries, err := os.ReadDir(".")
+	require.NoError(t, err)
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "gen" {
+			assert.True(t, dirs[e.Name()], "internal/upstream/%s is not a package internal/upstream/gen makes", e.Name())
+		}
+	}
+}
+
+// TestImportName: the name an import without one declares.
+func TestImportName(t *testing.T) {
+	for p, want := range map[string]string{
+		"context":                          "context",
+		"k8s.io/apimachinery/pkg/api/meta": "meta",
+		"k8s.io/klog/v2":                   "klog",
+		"gopkg.in/yaml.v3":                 "yaml",
+		"sigs.k8s.io/structured-merge-diff/v6/fieldpath": "fieldpath",
+	} {
+		assert.Equal(t, want, importName(p), p)
+	}
 }
 
 // TestWholeFilesAreUpstreamsBytes: a file copied whole is upstream's,
@@ -67,7 +88,7 @@ func TestWholeFilesAreUpstreamsBytes(t *testing.T) {
 		assert.True(t, bytes.HasSuffix(first, []byte(". DO NOT EDIT.")), "%s: %s", s.File, first)
 		want := orig
 		for from, to := range Rewrites {
-			want = bytes.ReplaceAll(want, []byte("\t"+strconv.Quote(from)+"\n"), []byte("\t"+strconv.Quote(to)+"\n"))
+			want = bytes.ReplaceAll(want, []byte(strconv.Quote(from)), []byte(strconv.Quote(to)))
 		}
 		// gofmt sorts an import block: a rewritten path may move in it.
 		want, err = format.Source(want)
@@ -116,4 +137,16 @@ func TestGenerateRefusesWhatItCannotCopy(t *testing.T) {
 	_, err = Generate(mods)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "package generic, copied to registry")
+
+	// A function whose package qualifier matches no import of the file
+	// (here a package named otherwise than its path says) is an error,
+	// not a copy without the import.
+	dir := t.TempDir()
+	src := "package x\n\nimport \"example.com/go-thing\"\n\nfunc F() { thing.Do() }\n"
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "p"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p", "x.go"), []byte(src), 0o644))
+	Sources = []Source{{Module: "example.com/m", File: "p/x.go", Package: "x", Funcs: []string{"F"}}}
+	_, err = Generate(map[string]Module{"example.com/m": {Path: "example.com/m", Version: "v1.0.0", Dir: dir}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "F: no import of the file is named thing")
 }

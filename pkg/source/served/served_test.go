@@ -61,7 +61,7 @@ type fakeGroupVersion struct {
 func (g fakeGroupVersion) Schema(string) ([]byte, error) { return []byte(g.doc), g.err }
 func (g fakeGroupVersion) ServerRelativeURL() string     { return "/openapi/v3/apis/cool.io/v1" }
 
-// TestServedTokens: the token types come from the served schema with the
+// TestTokens: the token types come from the served schema with the
 // decision crd.Version.HandshakeTokens makes on a CRD; nothing is fetched
 // where no token field needs a type; a schema that cannot be read, or a
 // type that is neither integer nor string, is an error, never a guess.
@@ -128,12 +128,12 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-// TestServedNotServed: only the cluster's own answer that it does not
+// TestCheckNotServed: only the cluster's own answer that it does not
 // serve the kind (discovery's 404, or a group version without the kind)
 // is a *NotServedError, the one error a gate may read as "not
 // installed"; discovery that failed otherwise (503, 429, a timeout) is
 // another error, so the gate retries and fails closed.
-func TestServedNotCheck(t *testing.T) {
+func TestCheckNotServed(t *testing.T) {
 	src := &v1alpha1.StatusSource{APIVersion: "cool.io/v1", Kind: "Cool", Name: "cool"}
 	coolList := &metav1.APIResourceList{GroupVersion: "cool.io/v1", APIResources: []metav1.APIResource{
 		{Name: "cools", Kind: "Cool", Namespaced: true}, {Name: "cools/status", Kind: "Cool", Namespaced: true}}}
