@@ -5,7 +5,8 @@
 //
 // Each file is written whole or not at all (a temporary file renamed over
 // it), and a file in a copy's directory that the copies no longer have is
-// removed.
+// removed. It imports package upstream alone, not pkg/generate's writer:
+// the copies need not compile for it to make them again.
 package main
 
 import (
