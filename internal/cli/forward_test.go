@@ -2,11 +2,9 @@ package cli
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,18 +20,11 @@ import (
 // clients' scheme that comes with it, whose package initialisation every
 // process pays; the cluster commands are in statuscheck-cluster.
 func TestStatuscheckDoesNotLinkTheClusterClients(t *testing.T) {
-	deps := func(pkg string) []string {
-		cmd := exec.Command("go", "list", "-deps", pkg)
-		cmd.Dir = repoRoot
-		out, err := cmd.Output()
-		require.NoError(t, err)
-		return strings.Fields(string(out))
-	}
 	heavy := []string{"sigs.k8s.io/controller-runtime/pkg/manager", "sigs.k8s.io/controller-runtime/pkg/client/apiutil",
 		"sigs.k8s.io/controller-runtime/pkg/internal/controller/metrics", "k8s.io/client-go/dynamic",
 		"github.com/statuscheck/statuscheck/internal/cli/cluster", "github.com/statuscheck/statuscheck/pkg/bridge/controller",
 		"k8s.io/client-go/discovery", "k8s.io/client-go/kubernetes/scheme", "github.com/statuscheck/statuscheck/pkg/source/served"}
-	light, full := deps("./cmd/statuscheck"), deps("./cmd/statuscheck-cluster")
+	light, full := testutil.Deps(t, "./cmd/statuscheck"), testutil.Deps(t, "./cmd/statuscheck-cluster")
 	for _, p := range heavy {
 		assert.False(t, slices.Contains(light, p), "cmd/statuscheck links %s", p)
 		assert.True(t, slices.Contains(full, p), "cmd/statuscheck-cluster links %s (the test can fail)", p)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -23,6 +24,26 @@ import (
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Deps is `go list -deps` of pkg, a package pattern relative to the
+// repository root ("./cmd/statuscheck"): every package it links. It fails
+// the test on an answer too short to be a binary's whole graph.
+func Deps(tb testing.TB, pkg string) []string {
+	tb.Helper()
+	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd.Dir = RepoRoot()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.Bytes())
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 100 {
+		tb.Fatalf("go list -deps %s gave %d packages; expected its whole graph", pkg, len(deps))
+	}
+	return deps
 }
 
 // CorpusDir returns the directory of real bundles: $STATUSCHECK_CORPUS, or
