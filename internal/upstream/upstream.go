@@ -85,6 +85,16 @@ var Sources = []Source{
 	{Module: "k8s.io/apiserver", File: "pkg/registry/generic/registry/store.go", Package: "registry", Funcs: []string{"ShouldDeleteDuringUpdate"}},
 }
 
+// origin names the source in the copy's header and in errors: module,
+// version and file, and the functions cut out of it.
+func (s Source) origin(version string) string {
+	o := s.Module + "@" + version + "/" + s.File
+	if len(s.Funcs) > 0 {
+		o += " (" + strings.Join(s.Funcs, ", ") + ")"
+	}
+	return o
+}
+
 // Rewrites are the import paths the copies take from each other instead:
 // every package copied, so that no copy (a test in an external package
 // among them) reaches the original.
@@ -154,16 +164,12 @@ func Generate(mods map[string]Module) (map[string][]byte, error) {
 		}
 		b, err := copyFile(s, m, src)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s@%s/%s: %w", s.Module, m.Version, s.File, err))
+			errs = append(errs, fmt.Errorf("%s: %w", s.origin(m.Version), err))
 			continue
 		}
 		out[path.Join(s.Package, path.Base(s.File))] = b
 		if !strings.HasSuffix(s.File, "_test.go") {
-			what := s.Module + "@" + m.Version + "/" + s.File
-			if len(s.Funcs) > 0 {
-				what += " (" + strings.Join(s.Funcs, ", ") + ")"
-			}
-			from[s.Package] = append(from[s.Package], what)
+			from[s.Package] = append(from[s.Package], s.origin(m.Version))
 		}
 	}
 	for pkg, files := range from {
@@ -215,7 +221,7 @@ func copyFile(s Source, m Module, src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.Name.Name != strings.TrimSuffix(s.Package, "_test") && f.Name.Name != s.Package+"_test" {
+	if f.Name.Name != s.Package && f.Name.Name != s.Package+"_test" {
 		return nil, fmt.Errorf("package %s, copied to %s: the names must agree", f.Name.Name, s.Package)
 	}
 	text := func(from, to token.Pos) string {
@@ -235,12 +241,12 @@ func copyFile(s Source, m Module, src []byte) ([]byte, error) {
 		last := 0
 		for _, spec := range f.Imports {
 			p, _ := strconv.Unquote(spec.Path.Value)
-			if _, ok := Rewrites[p]; !ok {
+			r, ok := Rewrites[p]
+			if !ok {
 				continue
 			}
-			off := fset.Position(spec.Path.Pos()).Offset
-			b.Write(src[last:off])
-			b.WriteString(importPath(spec))
+			b.Write(src[last:fset.Position(spec.Path.Pos()).Offset])
+			b.WriteString(strconv.Quote(r))
 			last = fset.Position(spec.Path.End()).Offset
 		}
 		b.Write(src[last:])
@@ -290,11 +296,11 @@ func copyFile(s Source, m Module, src []byte) ([]byte, error) {
 				continue
 			}
 			delete(used, name)
+			b.WriteString("\t")
 			if spec.Name != nil {
-				b.WriteString("\t" + spec.Name.Name + " " + importPath(spec) + "\n")
-			} else {
-				b.WriteString("\t" + importPath(spec) + "\n")
+				b.WriteString(spec.Name.Name + " ")
 			}
+			b.WriteString(importPath(spec) + "\n")
 		}
 		b.WriteString(")\n")
 		if len(used) > 0 {
@@ -314,11 +320,7 @@ func copyFile(s Source, m Module, src []byte) ([]byte, error) {
 		}
 		body = b.String()
 	}
-	what := s.Module + "@" + m.Version + "/" + s.File
-	if len(s.Funcs) > 0 {
-		what += " (" + strings.Join(s.Funcs, ", ") + ")"
-	}
-	out, err := format.Source([]byte(header(what) + body))
+	out, err := format.Source([]byte(header(s.origin(m.Version)) + body))
 	if err != nil {
 		return nil, fmt.Errorf("formatting the copy: %w", err)
 	}
