@@ -1,6 +1,7 @@
 // Command statuscheck-cluster is statuscheck with the commands that reach
 // a cluster linked in: record, bridge and gate (internal/cli/cluster),
-// besides all of statuscheck's own. statuscheck runs them here; the image
+// and the reading of file-based catalogs (pkg/catalog/fbc), besides all of
+// statuscheck's own. statuscheck runs them here; the image
 // installs this binary as its statuscheck, so that the bridge sidecar is
 // one process. See README.md.
 package main
@@ -12,8 +13,9 @@ import (
 	"github.com/statuscheck/statuscheck/internal/cli/cluster"
 	"github.com/statuscheck/statuscheck/internal/gcfloor"
 	_ "github.com/statuscheck/statuscheck/internal/warmdecode" // for its initialisation
+	"github.com/statuscheck/statuscheck/pkg/catalog/fbc"
 )
 
 func main() {
-	os.Exit(cli.Process(os.Args[1:], cli.Options{Cluster: cluster.Commands}, gcfloor.Release))
+	os.Exit(cli.Process(os.Args[1:], cli.Options{Cluster: cluster.Commands, Catalogs: fbc.Walk}, gcfloor.Release))
 }

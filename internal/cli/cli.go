@@ -32,7 +32,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // Run is Main with the cluster commands where opts says they are:
 // cmd/statuscheck forwards them to ClusterBinary, which links them.
 func Run(args []string, stdout, stderr io.Writer, opts Options) int {
-	app := &app{stdout: stdout, stderr: stderr, opts: opts}
+	app := &app{stdout: stdout, stderr: stderr, opts: opts, args: args}
 	if opts.Cluster == nil && opts.Forward != nil && isClusterCompletion(args) {
 		if err := app.forward(args); err != nil {
 			fmt.Fprintf(stderr, "statuscheck: %v\n", err)
@@ -89,6 +89,9 @@ type app struct {
 	stdout, stderr io.Writer
 	// opts say where the cluster commands are.
 	opts Options
+	// args is the command line Run was given, which validate forwards
+	// whole to ClusterBinary for a catalog.
+	args []string
 	// code is the exit code a command decided on.
 	code int
 	// progressShown is set while a progress line is on stderr.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statuscheck/statuscheck/pkg/catalog/fbc"
 	"github.com/statuscheck/statuscheck/pkg/report"
 	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/simulate"
@@ -25,12 +26,14 @@ var update = flag.Bool("update", false, "rewrite golden files and docs/rules.md"
 // repoRoot is the checkout, where a user runs statuscheck from.
 var repoRoot, _ = filepath.Abs("../..")
 
-// run calls Main from the repository root, as a user in a checkout would.
+// run calls Run from the repository root, as a user in a checkout would,
+// with catalogs read in process (statuscheck forwards them to
+// statuscheck-cluster, which reads them with fbc.Walk).
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	t.Chdir(repoRoot)
 	var out, errb bytes.Buffer
-	code = Main(args, &out, &errb)
+	code = Run(args, &out, &errb, Options{Catalogs: fbc.Walk})
 	return code, out.String(), errb.String()
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/statuscheck/statuscheck/pkg/catalog"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
@@ -63,8 +64,13 @@ type Options struct {
 	// Forward runs a cluster command (args begin with its name) in
 	// ClusterBinary, without Cluster. It returns only when it could not
 	// start it (ExecCluster) or when it ran it as a child (on Windows),
-	// with the child's exit code.
+	// with the child's exit code. Without Catalogs, validate forwards its
+	// whole command line too when a path is a file-based catalog.
 	Forward func(args []string) (int, error)
+	// Catalogs reads file-based catalogs for validate (fbc.Walk, which
+	// links operator-registry's declcfg): set in ClusterBinary, nil in
+	// statuscheck, which validates catalogs there.
+	Catalogs catalog.Walker
 }
 
 // Env is what a command made by Options.Cluster writes to, and how it
@@ -102,6 +108,19 @@ func (a *app) clusterCommands() []*cobra.Command {
 		cmds = append(cmds, cmd)
 	}
 	return cmds
+}
+
+// forwardCatalogs runs the whole command line (validate's, one of whose
+// paths is a file-based catalog) in ClusterBinary, which links
+// Options.Catalogs.
+func (a *app) forwardCatalogs(catalog string) error {
+	if a.opts.Forward == nil {
+		return fmt.Errorf("%s is a file-based catalog: this build of statuscheck validates catalogs in %s, which it cannot start", catalog, ClusterBinary)
+	}
+	if err := a.forward(a.args); err != nil {
+		return fmt.Errorf("%s is a file-based catalog: %w", catalog, err)
+	}
+	return nil
 }
 
 // forward runs args in ClusterBinary and takes its exit code.
@@ -153,11 +172,11 @@ func clusterBinaryPath() (string, error) {
 	path := filepath.Join(dir, ClusterBinary+exeSuffix)
 	switch info, err := os.Stat(path); {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%s is not beside statuscheck (%s): the cluster commands (%s) run in it; install it there (GOBIN=%s go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)", ClusterBinary, dir, clusterNames(), dir)
+		return "", fmt.Errorf("%s is not beside statuscheck (%s): the cluster commands (%s) and the validation of file-based catalogs run in it; install it there (GOBIN=%s go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)", ClusterBinary, dir, clusterNames(), dir)
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", path, err)
 	case !info.Mode().IsRegular():
-		return "", fmt.Errorf("%s is not a file (%s): the cluster commands (%s) run in it", path, info.Mode().Type(), clusterNames())
+		return "", fmt.Errorf("%s is not a file (%s): the cluster commands (%s) and the validation of file-based catalogs run in it", path, info.Mode().Type(), clusterNames())
 	}
 	return path, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,13 +18,16 @@ import (
 // TestStatuscheckDoesNotLinkTheClusterClients: the binary a pre-commit
 // hook starts once a bundle does not link controller-runtime's manager,
 // client-go's dynamic client, nor its discovery client and the typed
-// clients' scheme that comes with it, whose package initialisation every
-// process pays; the cluster commands are in statuscheck-cluster.
+// clients' scheme that comes with it, nor operator-registry's declcfg
+// (file-based catalogs), whose package initialisation every process pays;
+// the cluster commands and the reading of catalogs are in
+// statuscheck-cluster.
 func TestStatuscheckDoesNotLinkTheClusterClients(t *testing.T) {
 	heavy := []string{"sigs.k8s.io/controller-runtime/pkg/manager", "sigs.k8s.io/controller-runtime/pkg/client/apiutil",
 		"sigs.k8s.io/controller-runtime/pkg/internal/controller/metrics", "k8s.io/client-go/dynamic",
 		"github.com/statuscheck/statuscheck/internal/cli/cluster", "github.com/statuscheck/statuscheck/pkg/bridge/controller",
-		"k8s.io/client-go/discovery", "k8s.io/client-go/kubernetes/scheme", "github.com/statuscheck/statuscheck/pkg/source/served"}
+		"k8s.io/client-go/discovery", "k8s.io/client-go/kubernetes/scheme", "github.com/statuscheck/statuscheck/pkg/source/served",
+		"github.com/operator-framework/operator-registry/alpha/declcfg", "github.com/statuscheck/statuscheck/pkg/catalog/fbc"}
 	light, full := testutil.Deps(t, "./cmd/statuscheck"), testutil.Deps(t, "./cmd/statuscheck-cluster")
 	for _, p := range heavy {
 		assert.False(t, slices.Contains(light, p), "cmd/statuscheck links %s", p)
@@ -79,9 +83,21 @@ func TestClusterCommandsRunInStatuscheckCluster(t *testing.T) {
 	assert.Contains(t, stdout, "--kubeconfig")
 
 	// statuscheck-cluster has statuscheck's own commands too.
-	code, stdout, _ = runBinary(t, filepath.Join(filepath.Dir(bin), ClusterBinary), nil, "validate", filepath.Join(repoRoot, "testdata", "bundles", "protected"))
+	cluster := filepath.Join(filepath.Dir(bin), ClusterBinary)
+	code, stdout, _ = runBinary(t, cluster, nil, "validate", filepath.Join(repoRoot, "testdata", "bundles", "protected"))
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "cool-operator.v0.2.0 (")
+
+	// A file-based catalog among validate's paths: the whole command line
+	// runs in statuscheck-cluster, flags and the other paths with it.
+	args := []string{"validate", "-o", "json", "--fail-on", "warning", filepath.Join(repoRoot, "testdata", "bundles", "protected"), filepath.Join(repoRoot, "testdata", "catalog")}
+	wantCode, want, wantErr := runBinary(t, cluster, nil, args...)
+	code, stdout, stderr = runBinary(t, bin, env, args...)
+	assert.Equal(t, result.ExitFindings, wantCode, "the catalog's bundles have findings (the test can fail)")
+	assert.Equal(t, wantCode, code)
+	assert.Equal(t, want, stdout)
+	assert.Equal(t, wantErr, stderr)
+	assert.Contains(t, stdout, "cool-operator.v0.3.0", "the catalog's bundles are in the report")
 }
 
 // TestClusterCommandWithoutStatuscheckCluster: a statuscheck installed
@@ -95,7 +111,8 @@ func TestClusterCommandWithoutStatuscheckCluster(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(alone, data, 0o755))
 	env := impostorOnPath(t)
-	missing := "statuscheck: statuscheck-cluster is not beside statuscheck (" + dir + "): the cluster commands (record, bridge, gate) run in it; install it there (GOBIN=" + dir + " go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)\n"
+	notBeside := "statuscheck-cluster is not beside statuscheck (" + dir + "): the cluster commands (record, bridge, gate) and the validation of file-based catalogs run in it; install it there (GOBIN=" + dir + " go install github.com/statuscheck/statuscheck/cmd/statuscheck-cluster@VERSION; make build writes both to bin/)\n"
+	missing := "statuscheck: " + notBeside
 	for _, args := range [][]string{{"record", "--help"}, {"help", "record"}, {"bridge"}, {"gate", "x"}, {"__complete", "gate", "--"}} {
 		code, stdout, stderr := runBinary(t, alone, env, args...)
 		assert.Equal(t, result.ExitFailure, code, "%v", args)
@@ -104,22 +121,37 @@ func TestClusterCommandWithoutStatuscheckCluster(t *testing.T) {
 	}
 	code, _, _ := runBinary(t, alone, env, "validate", filepath.Join(repoRoot, "testdata", "bundles", "protected"))
 	assert.Equal(t, 0, code)
+	// A file-based catalog is validated there too: named, exit 2, and no
+	// half a report for the paths before it.
+	cat := filepath.Join(repoRoot, "testdata", "catalog")
+	code, stdout, stderr := runBinary(t, alone, env, "validate", filepath.Join(repoRoot, "testdata", "bundles", "protected"), cat)
+	assert.Equal(t, result.ExitFailure, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "statuscheck: "+cat+" is a file-based catalog: "+notBeside, stderr)
 
 	// Something beside it that is not a file is named.
 	require.NoError(t, os.Mkdir(filepath.Join(dir, ClusterBinary), 0o755))
-	code, stdout, stderr := runBinary(t, alone, env, "record")
+	code, stdout, stderr = runBinary(t, alone, env, "record")
 	assert.Equal(t, result.ExitFailure, code)
 	assert.Empty(t, stdout)
-	assert.Equal(t, "statuscheck: "+filepath.Join(dir, ClusterBinary)+" is not a file (d---------): the cluster commands (record, bridge, gate) run in it\n", stderr)
+	assert.Equal(t, "statuscheck: "+filepath.Join(dir, ClusterBinary)+" is not a file (d---------): the cluster commands (record, bridge, gate) and the validation of file-based catalogs run in it\n", stderr)
 }
 
-// TestClusterCommandsInProcess: Main, which does not link the cluster
-// commands, refuses them (exit 2) instead of starting a binary.
+// TestClusterCommandsInProcess: Main, which links neither the cluster
+// commands nor the reading of catalogs, refuses them (exit 2) instead of
+// starting a binary.
 func TestClusterCommandsInProcess(t *testing.T) {
 	code, stdout, stderr := run(t, "record", "--bundle", "testdata/bundles/good")
 	assert.Equal(t, result.ExitFailure, code)
 	assert.Empty(t, stdout)
 	assert.Equal(t, "statuscheck: record: this build of statuscheck runs it in statuscheck-cluster, which it cannot start\n", stderr)
+
+	t.Chdir(repoRoot)
+	var out, errb bytes.Buffer
+	code = Main([]string{"validate", "testdata/bundles/good", "testdata/catalog"}, &out, &errb)
+	assert.Equal(t, result.ExitFailure, code)
+	assert.Empty(t, out.String())
+	assert.Equal(t, "statuscheck: testdata/catalog is a file-based catalog: this build of statuscheck validates catalogs in statuscheck-cluster, which it cannot start\n", errb.String())
 }
 
 // impostorOnPath is an environment whose PATH holds only a

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
+	"github.com/statuscheck/statuscheck/pkg/catalog/fbc"
 )
 
 // openPTY opens a pseudo-terminal pair: what is written to the returned
@@ -42,7 +43,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	cat := filepath.Join(dir, "catalog")
 
 	var quiet bytes.Buffer
-	code := Main([]string{"validate", cat}, io.Discard, &quiet)
+	code := Run([]string{"validate", cat}, io.Discard, &quiet, Options{Catalogs: fbc.Walk})
 	assert.Equal(t, 0, code)
 	assert.Empty(t, quiet.String(), "no progress in a log")
 
@@ -60,7 +61,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 			}
 		}
 	}()
-	code = Main([]string{"validate", cat}, io.Discard, terminal)
+	code = Run([]string{"validate", cat}, io.Discard, terminal, Options{Catalogs: fbc.Walk})
 	assert.Equal(t, 0, code)
 	require.NoError(t, terminal.Close()) // the controller then reads EIO
 	var out []byte

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/warmstart"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/catalog"
 	"github.com/statuscheck/statuscheck/pkg/report"
 	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/validate"
@@ -54,6 +56,12 @@ that bundle could not be read.`,
 			// is parsed at the loader's pace.
 			parsed := warmstart.Parsed()
 			parsed.Stop()
+			if a.opts.Catalogs == nil {
+				if i := slices.IndexFunc(args, catalog.IsCatalog); i >= 0 {
+					return a.forwardCatalogs(args[i])
+				}
+			}
+			opts.Catalogs = a.opts.Catalogs
 			fail, _ := result.ParseSeverity(failOn.value)
 			if output.value == "manifest-result" && len(args) != 1 {
 				return Usagef("-o manifest-result prints one ManifestResult: give one bundle, not %d", len(args))

@@ -90,7 +90,7 @@ func TestGCFloorInitialisesEarly(t *testing.T) {
 	}
 	inits := initTrace(t)
 	at := inits.at(t, "github.com/statuscheck/statuscheck/internal/gcfloor")
-	for _, heavy := range []string{"k8s.io/kube-openapi/pkg/validation/strfmt", "go.podman.io/image/v5/docker/reference", "github.com/distribution/reference", "google.golang.org/protobuf/types/descriptorpb"} {
+	for _, heavy := range []string{"k8s.io/kube-openapi/pkg/validation/strfmt", "github.com/distribution/reference", "google.golang.org/protobuf/types/descriptorpb"} {
 		assert.Less(t, at, inits.at(t, heavy), "%s initialises before gcfloor", heavy)
 	}
 	before := 0

@@ -12,6 +12,7 @@ import (
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/catalog/fbc"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 )
 
@@ -70,7 +71,7 @@ func BenchmarkValidateCatalog3000(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		if got := len(Catalog(dir, Options{Probes: &ProbeCache{}}, progress)); got != 3000 {
+		if got := len(Catalog(dir, Options{Probes: &ProbeCache{}, Catalogs: fbc.Walk}, progress)); got != 3000 {
 			b.Fatalf("validated %d bundles", got)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/statuscheck/statuscheck/internal/testutil"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/catalog/fbc"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
@@ -62,7 +63,7 @@ func TestCatalogEntryGetsEveryBundleCheck(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(catDir, "catalog.json"), []byte(cat.String()), 0o644))
 
 	fromDir := Path(bundleDir, Options{}, bundle.Options{})
-	fromCatalog := Catalog(filepath.Join(dir, "catalog"), Options{}, nil)
+	fromCatalog := Catalog(filepath.Join(dir, "catalog"), Options{Catalogs: fbc.Walk}, nil)
 	require.Len(t, fromCatalog, 1)
 
 	// A finding is the same when rule, severity, line and column agree:
@@ -90,4 +91,27 @@ func TestCatalogEntryGetsEveryBundleCheck(t *testing.T) {
 	}
 	assert.True(t, rules["bundle-multiple-csvs"], "the catalog entry's second CSV is found: %+v", fromCatalog[0].Findings)
 	assert.True(t, rules["bundle-unsupported-kind"], "the catalog entry's Deployment is found: %+v", fromCatalog[0].Findings)
+}
+
+// TestCatalogsNeedAWalker: without Options.Catalogs a catalog is an error
+// of the run (exit 2 in the command), not a bundle with no findings; with
+// it, the same path yields the catalog's bundles.
+func TestCatalogsNeedAWalker(t *testing.T) {
+	cat := filepath.Join(testutil.RepoRoot(), "testdata", "catalog")
+	good := filepath.Join(testutil.RepoRoot(), "testdata", "bundles", "good")
+
+	rep := Paths([]string{good, cat}, Options{}, bundle.Options{}, nil)
+	require.Len(t, rep.Errors, 1)
+	assert.Equal(t, cat, rep.Errors[0].Path)
+	assert.Equal(t, ErrNoCatalogs.Error(), rep.Errors[0].Error)
+	require.Len(t, rep.Bundles, 1, "the bundle beside it is still checked")
+	assert.Equal(t, good, rep.Bundles[0].Path)
+
+	alone := Catalog(cat, Options{}, nil)
+	require.Len(t, alone, 1)
+	assert.Equal(t, []string{ErrNoCatalogs.Error()}, alone[0].Errors)
+
+	rep = Paths([]string{cat}, Options{Catalogs: fbc.Walk}, bundle.Options{}, nil)
+	assert.Empty(t, rep.Errors)
+	assert.Len(t, rep.Bundles, 2, "testdata/catalog carries two bundles with their manifests")
 }

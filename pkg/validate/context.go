@@ -2,13 +2,14 @@ package validate
 
 import (
 	"fmt"
-	"github.com/statuscheck/statuscheck/pkg/guard"
 
 	"github.com/statuscheck/statuscheck/api/v1alpha1"
 	"github.com/statuscheck/statuscheck/pkg/bundle"
+	"github.com/statuscheck/statuscheck/pkg/catalog"
 	"github.com/statuscheck/statuscheck/pkg/contract"
 	"github.com/statuscheck/statuscheck/pkg/crd"
 	"github.com/statuscheck/statuscheck/pkg/explore"
+	"github.com/statuscheck/statuscheck/pkg/guard"
 	"github.com/statuscheck/statuscheck/pkg/manifest"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
@@ -26,6 +27,10 @@ type Options struct {
 	// generate prints); the verdict reads those that guard the bundle's
 	// status source (withGuards).
 	Guards []guard.Found
+	// Catalogs reads the file-based catalogs among Paths' paths (fbc.Walk,
+	// which links operator-registry's declcfg); nil refuses them, a
+	// PathError each.
+	Catalogs catalog.Walker
 }
 
 // Context is what every rule's check reads: the bundle and the status

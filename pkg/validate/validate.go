@@ -10,6 +10,7 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"sort"
@@ -87,6 +88,11 @@ func Paths(paths []string, opts Options, load bundle.Options, progress Progress)
 	var wg sync.WaitGroup
 	for i, p := range paths {
 		if catalog.IsCatalog(p) {
+			if opts.Catalogs == nil {
+				failed[i] = []error{ErrNoCatalogs}
+				groups[i] = []result.Bundle{{Path: p}}
+				continue
+			}
 			groups[i] = Catalog(p, opts, progress)
 			continue
 		}
@@ -119,12 +125,20 @@ func Paths(paths []string, opts Options, load bundle.Options, progress Progress)
 	return rep
 }
 
+// ErrNoCatalogs is Paths' error for a file-based catalog when
+// Options.Catalogs is nil.
+var ErrNoCatalogs = errors.New("a file-based catalog: reading catalogs is not linked into this program (validate.Options.Catalogs)")
+
 // Catalog validates every bundle of a file-based catalog that carries its
-// manifests, streaming: only the findings are kept.
+// manifests, read by opts.Catalogs, streaming: only the findings are kept.
+// Without opts.Catalogs it is the catalog's error, ErrNoCatalogs.
 func Catalog(path string, opts Options, progress Progress) []result.Bundle {
+	if opts.Catalogs == nil {
+		return []result.Bundle{{Path: path, Findings: []result.Finding{}, Errors: []string{ErrNoCatalogs.Error()}}}
+	}
 	var mu sync.Mutex
 	var out []result.Bundle
-	_, err := catalog.Walk(context.Background(), path, func(file, name string, b *bundle.Bundle) error {
+	_, err := opts.Catalogs(context.Background(), path, func(file, name string, b *bundle.Bundle) error {
 		res := Check(b, opts)
 		res.Path, res.Name = file, name
 		mu.Lock()
