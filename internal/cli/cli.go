@@ -23,8 +23,8 @@ import (
 
 // Main runs statuscheck with args (without the program name) and returns
 // the process exit code: 0 clean, 1 findings at or above --fail-on, 2 the
-// tool could not do its job. The cluster commands are not linked: Main
-// refuses them (Run runs them).
+// tool could not do its job. Neither the cluster commands nor the reading
+// of catalogs are linked: Main refuses them (Run runs them).
 func Main(args []string, stdout, stderr io.Writer) int {
 	return Run(args, stdout, stderr, Options{})
 }
@@ -69,6 +69,11 @@ func Run(args []string, stdout, stderr io.Writer, opts Options) int {
 // the exit code.
 func Process(args []string, opts Options, release func()) int {
 	apiserver.SilenceLogs()
+	if opts.Cluster != nil {
+		// ClusterBinary never forwards: what its commands start is not
+		// a forwarded statuscheck (ExecCluster).
+		os.Unsetenv(ForwardedEnv)
+	}
 	if !ShortLived(args) {
 		release()
 	}

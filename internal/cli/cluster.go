@@ -16,9 +16,10 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
-// ClusterBinary is the binary the cluster commands are linked into
-// (cmd/statuscheck-cluster). They need controller-runtime's manager and
-// client-go's dynamic client, whose package initialisation every process
+// ClusterBinary is the binary the cluster commands and the reading of
+// file-based catalogs are linked into (cmd/statuscheck-cluster). They
+// need controller-runtime's manager, client-go's dynamic client and
+// operator-registry's declcfg, whose package initialisation every process
 // of a binary pays; statuscheck, which pre-commit hooks and CI start once
 // a bundle for validate, does not link them and runs them there, from
 // its own directory.
@@ -117,6 +118,10 @@ func (a *app) forwardCatalogs(catalog string) error {
 	if a.opts.Forward == nil {
 		return fmt.Errorf("%s is a file-based catalog: this build of statuscheck validates catalogs in %s, which it cannot start", catalog, ClusterBinary)
 	}
+	if a.args == nil {
+		// A tree made by Command, not run by Run: no command line to run.
+		return fmt.Errorf("%s is a file-based catalog, validated in %s: run the command with cli.Run, which has its command line", catalog, ClusterBinary)
+	}
 	if err := a.forward(a.args); err != nil {
 		return fmt.Errorf("%s is a file-based catalog: %w", catalog, err)
 	}
@@ -152,13 +157,29 @@ func isClusterCompletion(args []string) bool {
 // (execve; on Windows a child), so that its exit code, its signals and,
 // in a container, its process ID are the command's. It never looks on
 // PATH: a statuscheck-cluster found there may be another version's.
+//
+// The process it starts has ForwardedEnv set, and a statuscheck that
+// has it set refuses to forward again: a ClusterBinary that is statuscheck
+// itself (a copy, a link) would otherwise start itself without end.
+// Process unsets it in ClusterBinary, which never forwards, so that what
+// the cluster commands start does not inherit it.
 func ExecCluster(args []string) (int, error) {
 	path, err := clusterBinaryPath()
 	if err != nil {
 		return 0, err
 	}
+	if os.Getenv(ForwardedEnv) != "" {
+		return 0, fmt.Errorf("%s gave the command back to statuscheck: it is not %s (a copy of statuscheck, or a link to it?)", path, ClusterBinary)
+	}
+	if err := os.Setenv(ForwardedEnv, "1"); err != nil {
+		return 0, fmt.Errorf("starting %s: %w", path, err)
+	}
 	return execProgram(path, args)
 }
+
+// ForwardedEnv is set in the environment of the process ExecCluster
+// starts.
+const ForwardedEnv = "STATUSCHECK_FORWARDED"
 
 func clusterBinaryPath() (string, error) {
 	self, err := os.Executable()

@@ -129,6 +129,22 @@ func TestClusterCommandWithoutStatuscheckCluster(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Equal(t, "statuscheck: "+cat+" is a file-based catalog: "+notBeside, stderr)
 
+	// A statuscheck-cluster that is statuscheck itself (a link, a copy)
+	// would start itself without end: the second forward is refused.
+	for name, place := range map[string]func(string) error{
+		"a link": func(p string) error { return os.Symlink(alone, p) },
+		"a copy": func(p string) error { return os.WriteFile(p, data, 0o755) },
+	} {
+		require.NoError(t, place(filepath.Join(dir, ClusterBinary)), name)
+		for _, args := range [][]string{{"validate", cat}, {"record", "--help"}} {
+			code, stdout, stderr := runBinary(t, alone, env, args...)
+			assert.Equal(t, result.ExitFailure, code, "%s: %v", name, args)
+			assert.Empty(t, stdout, "%s: %v", name, args)
+			assert.Contains(t, stderr, filepath.Join(dir, ClusterBinary)+" gave the command back to statuscheck: it is not statuscheck-cluster", "%s: %v", name, args)
+		}
+		require.NoError(t, os.Remove(filepath.Join(dir, ClusterBinary)))
+	}
+
 	// Something beside it that is not a file is named.
 	require.NoError(t, os.Mkdir(filepath.Join(dir, ClusterBinary), 0o755))
 	code, stdout, stderr = runBinary(t, alone, env, "record")
@@ -152,6 +168,45 @@ func TestClusterCommandsInProcess(t *testing.T) {
 	assert.Equal(t, result.ExitFailure, code)
 	assert.Empty(t, out.String())
 	assert.Equal(t, "statuscheck: testdata/catalog is a file-based catalog: this build of statuscheck validates catalogs in statuscheck-cluster, which it cannot start\n", errb.String())
+}
+
+// TestCatalogForwardsTheWholeCommandLine: the command line Run was given,
+// global flags and all, is what runs in statuscheck-cluster, once however
+// many catalogs there are, and its exit code is the command's; a tree
+// made by Command, which has no command line, refuses instead of running
+// statuscheck-cluster without arguments.
+func TestCatalogForwardsTheWholeCommandLine(t *testing.T) {
+	t.Chdir(repoRoot)
+	var calls [][]string
+	forward := func(args []string) (int, error) {
+		calls = append(calls, args)
+		return 7, nil
+	}
+	args := []string{"-o", "json", "validate", "--fail-on", "info", "testdata/bundles/good", "testdata/catalog", "testdata/catalog/cool-operator/catalog.json"}
+	var out, errb bytes.Buffer
+	code := Run(args, &out, &errb, Options{Forward: forward})
+	assert.Equal(t, 7, code, "statuscheck-cluster's exit code")
+	assert.Equal(t, [][]string{args}, calls)
+	assert.Empty(t, out.String(), "nothing of this run is printed")
+	assert.Empty(t, errb.String())
+
+	// No catalog: nothing is forwarded.
+	calls = nil
+	code = Run([]string{"validate", "testdata/bundles/protected"}, &out, &errb, Options{Forward: forward})
+	assert.Equal(t, 0, code)
+	assert.Empty(t, calls)
+
+	calls = nil
+	out.Reset()
+	errb.Reset()
+	root := Command(&out, &errb, Options{Forward: forward})
+	root.SetArgs([]string{"validate", "testdata/catalog"})
+	root.SilenceErrors = true
+	err := root.Execute()
+	require.Error(t, err)
+	assert.Equal(t, "testdata/catalog is a file-based catalog, validated in statuscheck-cluster: run the command with cli.Run, which has its command line", err.Error())
+	assert.Empty(t, calls)
+	assert.Empty(t, out.String())
 }
 
 // impostorOnPath is an environment whose PATH holds only a

@@ -219,6 +219,14 @@ func TestVersionCompletionAndTheSDKValidator(t *testing.T) {
 	errb.Reset()
 	assert.Equal(t, 2, SDKValidator([]string{filepath.Join(repoRoot, "testdata/bundles/good")}, `--fail-on 'warning`, &out, &errb))
 	assert.Contains(t, errb.String(), "STATUSCHECK_ARGS")
+	// A file-based catalog is not a bundle root: said so, exit 2,
+	// nothing on stdout.
+	out.Reset()
+	errb.Reset()
+	cat := filepath.Join(repoRoot, "testdata/catalog/cool-operator/catalog.json")
+	assert.Equal(t, 2, SDKValidator([]string{cat}, "", &out, &errb))
+	assert.Empty(t, out.String())
+	assert.Equal(t, "statuscheck-sdk-validator: "+cat+" is a file-based catalog, not a bundle root: operator-sdk bundle validate gives a bundle; validate a catalog with statuscheck validate\n", errb.String())
 	// The binary's --help describes it.
 	cmd := exec.Command(sdkValidator(t), "--help")
 	got, err := cmd.Output()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/shlex"
 
+	"github.com/statuscheck/statuscheck/pkg/catalog"
 	"github.com/statuscheck/statuscheck/pkg/result"
 )
 
@@ -19,7 +20,8 @@ Usage:
 operator-sdk runs it with the bundle root as its only argument and decodes
 one operator-framework/api ManifestResult from its stdout: the findings of
 statuscheck validate (errors and warnings). It exits 0 whenever it could
-validate, whatever it found, and 2 with nothing on stdout when it could not.
+validate, whatever it found, and 2 with nothing on stdout when it could not
+(a file-based catalog is not a bundle: statuscheck validate reads those).
 
 STATUSCHECK_ARGS adds validate flags, split as a POSIX shell splits words:
   STATUSCHECK_ARGS='--require-status-source --fail-on warning'
@@ -34,6 +36,10 @@ func SDKValidator(args []string, extra string, stdout, stderr io.Writer) int {
 	}
 	if len(args) != 1 {
 		fmt.Fprintf(stderr, "statuscheck-sdk-validator: want one BUNDLE_ROOT (as operator-sdk bundle validate --alpha-select-external runs it), got %d arguments; --help says more\n", len(args))
+		return result.ExitFailure
+	}
+	if catalog.IsCatalog(args[0]) {
+		fmt.Fprintf(stderr, "statuscheck-sdk-validator: %s is a file-based catalog, not a bundle root: operator-sdk bundle validate gives a bundle; validate a catalog with statuscheck validate\n", args[0])
 		return result.ExitFailure
 	}
 	words, err := shlex.Split(extra)

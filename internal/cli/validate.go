@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +16,10 @@ import (
 	"github.com/statuscheck/statuscheck/pkg/result"
 	"github.com/statuscheck/statuscheck/pkg/validate"
 )
+
+// errForwarded is what the catalog reader of a statuscheck without one
+// returns: the command line ran in ClusterBinary instead.
+var errForwarded = errors.New("validated in " + ClusterBinary)
 
 func (a *app) validateCommand() *cobra.Command {
 	output := newEnum("text", "text", "json", "sarif", "junit", "manifest-result", "scorecard").named("FORMAT")
@@ -56,12 +60,21 @@ that bundle could not be read.`,
 			// is parsed at the loader's pace.
 			parsed := warmstart.Parsed()
 			parsed.Stop()
-			if a.opts.Catalogs == nil {
-				if i := slices.IndexFunc(args, catalog.IsCatalog); i >= 0 {
-					return a.forwardCatalogs(args[i])
+			// Without a catalog reader linked, the first catalog among the
+			// paths (validate.Paths sniffs each path once) runs the whole
+			// command line in ClusterBinary instead: in its place (nothing
+			// of this run is printed), or as a child whose exit code is
+			// the command's.
+			var forwarded bool
+			var forwardErr error
+			opts.Catalogs = a.opts.Catalogs
+			if opts.Catalogs == nil {
+				var once sync.Once
+				opts.Catalogs = func(_ context.Context, path string, _ catalog.Visit, _ func(int)) (catalog.Stats, error) {
+					once.Do(func() { forwarded, forwardErr = true, a.forwardCatalogs(path) })
+					return catalog.Stats{}, errForwarded
 				}
 			}
-			opts.Catalogs = a.opts.Catalogs
 			fail, _ := result.ParseSeverity(failOn.value)
 			if output.value == "manifest-result" && len(args) != 1 {
 				return Usagef("-o manifest-result prints one ManifestResult: give one bundle, not %d", len(args))
@@ -87,6 +100,9 @@ that bundle could not be read.`,
 			}
 			rep := validate.Paths(args, opts, bundle.Options{Parsed: parsed}, progress)
 			a.clearProgress()
+			if forwarded {
+				return forwardErr
+			}
 			// What could not be read: every bundle that could be checked is
 			// reported first, in every format (JSON, SARIF, JUnit and
 			// scorecard record the failure in the document too), then each

@@ -103,13 +103,13 @@ func TestCatalogsNeedAWalker(t *testing.T) {
 	rep := Paths([]string{good, cat}, Options{}, bundle.Options{}, nil)
 	require.Len(t, rep.Errors, 1)
 	assert.Equal(t, cat, rep.Errors[0].Path)
-	assert.Equal(t, ErrNoCatalogs.Error(), rep.Errors[0].Error)
+	assert.Equal(t, cat+": "+ErrNoCatalogs.Error(), rep.Errors[0].Error)
 	require.Len(t, rep.Bundles, 1, "the bundle beside it is still checked")
 	assert.Equal(t, good, rep.Bundles[0].Path)
 
 	alone := Catalog(cat, Options{}, nil)
 	require.Len(t, alone, 1)
-	assert.Equal(t, []string{ErrNoCatalogs.Error()}, alone[0].Errors)
+	assert.Equal(t, []string{cat + ": " + ErrNoCatalogs.Error()}, alone[0].Errors)
 
 	rep = Paths([]string{cat}, Options{Catalogs: fbc.Walk}, bundle.Options{}, nil)
 	assert.Empty(t, rep.Errors)

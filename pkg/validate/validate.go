@@ -11,6 +11,7 @@ package validate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sort"
@@ -74,8 +75,10 @@ type Progress func(bundles int)
 
 // Paths loads and validates bundles concurrently, at most GOMAXPROCS at a
 // time, sharing one probe cache (opts.Probes, or a new one). A path that
-// is a file-based catalog contributes one result per bundle it carries; a
-// directory of bundles (bundle.Roots), one per bundle in it.
+// is a file-based catalog contributes one result per bundle it carries,
+// read by opts.Catalogs (without one, the catalog is an error of the run,
+// ErrNoCatalogs); a directory of bundles (bundle.Roots), one per bundle in
+// it. Each path is sniffed for a catalog once (catalog.IsCatalog).
 // The report lists paths in the order given, whatever order they finish
 // in, and a catalog's bundles by file and name.
 func Paths(paths []string, opts Options, load bundle.Options, progress Progress) *result.Report {
@@ -89,7 +92,7 @@ func Paths(paths []string, opts Options, load bundle.Options, progress Progress)
 	for i, p := range paths {
 		if catalog.IsCatalog(p) {
 			if opts.Catalogs == nil {
-				failed[i] = []error{ErrNoCatalogs}
+				failed[i] = []error{fmt.Errorf("%s: %w", p, ErrNoCatalogs)}
 				groups[i] = []result.Bundle{{Path: p}}
 				continue
 			}
@@ -127,14 +130,14 @@ func Paths(paths []string, opts Options, load bundle.Options, progress Progress)
 
 // ErrNoCatalogs is Paths' error for a file-based catalog when
 // Options.Catalogs is nil.
-var ErrNoCatalogs = errors.New("a file-based catalog: reading catalogs is not linked into this program (validate.Options.Catalogs)")
+var ErrNoCatalogs = errors.New("a file-based catalog, and no catalog reader to read it (validate.Options.Catalogs)")
 
 // Catalog validates every bundle of a file-based catalog that carries its
 // manifests, read by opts.Catalogs, streaming: only the findings are kept.
 // Without opts.Catalogs it is the catalog's error, ErrNoCatalogs.
 func Catalog(path string, opts Options, progress Progress) []result.Bundle {
 	if opts.Catalogs == nil {
-		return []result.Bundle{{Path: path, Findings: []result.Finding{}, Errors: []string{ErrNoCatalogs.Error()}}}
+		return []result.Bundle{{Path: path, Findings: []result.Finding{}, Errors: []string{fmt.Errorf("%s: %w", path, ErrNoCatalogs).Error()}}}
 	}
 	var mu sync.Mutex
 	var out []result.Bundle

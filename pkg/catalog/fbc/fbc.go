@@ -36,13 +36,18 @@ func Walk(ctx context.Context, path string, visit catalog.Visit, progress func(i
 	var stats catalog.Stats
 	var seen atomic.Int64
 	var mu sync.Mutex
+	st, err := os.Stat(path)
+	if err != nil {
+		return stats, fmt.Errorf("reading catalog %s: %w", path, err)
+	}
+	// file is relative to path for a directory, path itself for a file.
 	walk := func(file string, meta *declcfg.Meta, err error) error {
-		if err != nil {
-			return fmt.Errorf("reading catalog %s: %w", filepath.Join(path, file), err)
-		}
 		full := file
-		if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+		if st.IsDir() {
 			full = filepath.Join(path, file)
+		}
+		if err != nil {
+			return fmt.Errorf("reading catalog %s: %w", full, err)
 		}
 		mu.Lock()
 		switch meta.Schema {
@@ -71,10 +76,6 @@ func Walk(ctx context.Context, path string, visit catalog.Visit, progress func(i
 		stats.WithObjects++
 		mu.Unlock()
 		return visit(full, meta.Name, b)
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return stats, fmt.Errorf("reading catalog %s: %w", path, err)
 	}
 	if st.IsDir() {
 		err = declcfg.WalkMetasFS(ctx, os.DirFS(path), walk, declcfg.WithConcurrency(runtime.GOMAXPROCS(0)))

@@ -51,7 +51,13 @@ func TestWalkBadCatalogs(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "catalog.json"), []byte(`{"schema":"olm.bundle", "name": [}`), 0o644))
 	_, err = Walk(context.Background(), dir, func(string, string, *bundle.Bundle) error { return nil }, nil)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "catalog.json")
+	assert.Contains(t, err.Error(), "reading catalog "+filepath.Join(dir, "catalog.json")+": ")
+	// A catalog given as one file is named once.
+	file := filepath.Join(dir, "catalog.json")
+	_, err = Walk(context.Background(), file, func(string, string, *bundle.Bundle) error { return nil }, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reading catalog "+file+": ")
+	assert.NotContains(t, err.Error(), file+"/")
 }
 
 // BenchmarkCatalog3000 streams a generated catalog of 3,000 bundles and
