@@ -28,7 +28,8 @@ import (
 //   - all-bundles: one process for all the bundles, as a CI job starts one.
 //
 // Both are built from this checkout into a temporary directory, as make
-// build builds. Each iteration runs every program on the same inputs,
+// build builds (static: CGO_ENABLED=0), the anchor too, so that neither
+// pays a dynamic loader the other does not. Each iteration runs every program on the same inputs,
 // interleaved input by input, the order rotating between iterations, so
 // that the load of whatever else runs on the machine falls on all of them.
 // The metrics are each program's wall time per bundle (per process for
@@ -45,6 +46,7 @@ func BenchmarkProcess(b *testing.B) {
 	for out, pkg := range map[string]string{statuscheck: "./cmd/statuscheck", anchor: "./internal/testutil/apibaseline"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = testutil.RepoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("building %s: %v\n%s", pkg, err, msg)
 		}
