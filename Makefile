@@ -86,9 +86,11 @@ olm-vendored-test:
 olm-native-upstream-test:
 	GO=$(GO) bash olm/upstream-test.sh
 
-## race: every test under the race detector, with -short (testutil.Long: the long model-checking searches, sequential code, are make test's).
+## race: every test under the race detector, with -short (testutil.Long: the long model-checking searches, sequential code, are make test's);
+## -timeout 30m: under the detector internal/cli's tests, which run whole binaries over the corpus, take about 5 minutes alone
+## on 2 cores and passed go test's default of 10 with a second make test beside them.
 race:
-	$(GO) test -race -short $(PKGS)
+	$(GO) test -race -short -timeout 30m $(PKGS)
 
 ## ci: what .ci/run runs: the tests, the race detector, each fuzz target for 10s.
 ci: test cross race
