@@ -88,7 +88,7 @@ olm-native-upstream-test:
 
 ## race: every test under the race detector, with -short (testutil.Long: the long model-checking searches, sequential code, are make test's);
 ## -timeout 30m: under the detector internal/cli's tests, which run whole binaries over the corpus, take about 5 minutes alone
-## on 2 cores and passed go test's default of 10 with a second make test beside them.
+## on 2 cores, and ran past go test's default of 10 with a second make test beside them.
 race:
 	$(GO) test -race -short -timeout 30m $(PKGS)
 
