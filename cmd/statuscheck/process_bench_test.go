@@ -29,9 +29,10 @@ import (
 //
 // Both are built from this checkout into a temporary directory, as make
 // build builds (static: CGO_ENABLED=0), the anchor too, so that neither
-// pays a dynamic loader the other does not. Each iteration runs every program on the same inputs,
-// interleaved input by input, the order rotating between iterations, so
-// that the load of whatever else runs on the machine falls on all of them.
+// pays a dynamic loader the other does not. Each iteration runs every
+// program on the same inputs, interleaved input by input, the order
+// rotating between iterations, so that the load of whatever else runs on
+// the machine falls on all of them.
 // The metrics are each program's wall time per bundle (per process for
 // startup) and the ratio statuscheck/anchor; ns/op is all of them
 // together. STATUSCHECK_PREVIOUS, set to a statuscheck binary built
